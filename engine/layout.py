@@ -1,0 +1,112 @@
+"""The layout: placed tiles, open places, the spinner and the counted ends (RULES §3).
+
+A place is the tile it hangs on plus a side: ``high``/``low`` (a non-double's free half),
+``chain_a``/``chain_b`` (a double's in-line sides) and ``arm_a``/``arm_b`` (the spinner's arms,
+open only once both of its chain sides are taken). Only the first double of a round is the
+spinner; every later double is played in line through its ``chain_a``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .tiles import Tile
+
+HIGH, LOW = "high", "low"
+CHAIN_A, CHAIN_B = "chain_a", "chain_b"
+ARM_A, ARM_B = "arm_a", "arm_b"
+SIDES = (HIGH, LOW, CHAIN_A, CHAIN_B, ARM_A, ARM_B)
+CHAIN_SIDES = (CHAIN_A, CHAIN_B)
+
+Place = tuple[Tile, str]
+# An open place with the pip value a tile must match there.
+OpenPlace = tuple[Tile, str, int]
+
+
+@dataclass(frozen=True)
+class Placement:
+    tile: Tile
+    place: Place | None  # None for the opening tile
+    joined: str | None  # the side of ``tile`` that touches ``place``
+
+
+@dataclass(frozen=True)
+class Counted:
+    """One counted end: ``side`` is None for the spinner, which counts as a whole."""
+
+    tile: Tile
+    side: str | None
+    value: int
+
+
+@dataclass(frozen=True)
+class Layout:
+    placements: tuple[Placement, ...] = ()
+    open_places: tuple[OpenPlace, ...] = ()
+    spinner: Tile | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.placements
+
+    def places_for(self, tile: Tile) -> list[Place]:
+        """Every open place where ``tile`` fits (RULES §3), in layout order."""
+        low, high = tile
+        return [(t, side) for t, side, value in self.open_places if value == low or value == high]
+
+    def fits(self, tile: Tile) -> bool:
+        low, high = tile
+        return any(value == low or value == high for _, _, value in self.open_places)
+
+    def open_value(self, place: Place) -> int | None:
+        for t, side, value in self.open_places:
+            if t == place[0] and side == place[1]:
+                return value
+        return None
+
+    def counted(self) -> list[Counted]:
+        """The counted ends and their contributions, in layout order."""
+        spinner_seen = False
+        out = []
+        for tile, side, value in self.open_places:
+            if side == HIGH or side == LOW:
+                out.append(Counted(tile, side, value))
+            elif side in CHAIN_SIDES:
+                if tile != self.spinner:
+                    out.append(Counted(tile, side, 2 * value))
+                elif not spinner_seen:
+                    # The spinner counts both halves once while any chain side is free.
+                    spinner_seen = True
+                    out.append(Counted(tile, None, 2 * value))
+            # An open arm counts nothing until a tile is played on it.
+        return out
+
+    def end_total(self) -> int:
+        return sum(c.value for c in self.counted())
+
+    def open_with(self, tile: Tile) -> Layout:
+        """The layout after the opening tile."""
+        low, high = tile
+        if low == high:
+            return Layout((Placement(tile, None, None),), ((tile, CHAIN_A, low), (tile, CHAIN_B, low)), tile)
+        return Layout((Placement(tile, None, None),), ((tile, HIGH, high), (tile, LOW, low)), None)
+
+    def play(self, tile: Tile, place: Place, value: int) -> Layout:
+        """The layout after ``tile`` is placed on the open ``place`` whose value is ``value``
+        (the caller has checked that it fits)."""
+        low, high = tile
+        spinner = self.spinner
+        remaining = tuple(p for p in self.open_places if p[0] != place[0] or p[1] != place[1])
+        if low == high:
+            joined = CHAIN_A
+            added = ((tile, CHAIN_B, low),)
+            if spinner is None:
+                spinner = tile
+        elif value == low:
+            joined, added = LOW, ((tile, HIGH, high),)
+        else:
+            joined, added = HIGH, ((tile, LOW, low),)
+        if place[0] == self.spinner and place[1] in CHAIN_SIDES:
+            if not any(t == spinner and s in CHAIN_SIDES for t, s, _ in remaining):
+                added += ((spinner, ARM_A, value), (spinner, ARM_B, value))
+        return Layout(self.placements + (Placement(tile, place, joined),), remaining + added, spinner)

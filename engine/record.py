@@ -1,0 +1,69 @@
+"""The match record of ARCHIVE.md, kept in step with a match as it is played.
+
+The record holds the deals and the accepted events; everything else follows by replaying them.
+A round's seed is revealed only once that round is over.
+"""
+
+from __future__ import annotations
+
+from .state import VOID, MatchState
+
+
+def tiles_json(tiles) -> list[list[int]]:
+    return [list(tile) for tile in tiles]
+
+
+def round_header(state: MatchState) -> dict:
+    deal = state.deal
+    return {
+        "number": state.round_no,
+        "opening": state.opening,
+        "commitment": deal.commitment,
+        "seed": None,
+        "jockey": state.jockey,
+        "hands": [tiles_json(deal.hands[0]), tiles_json(deal.hands[1])],
+        "boneyard": tiles_json(deal.boneyard),
+        "events": [],
+    }
+
+
+def new_record(state: MatchState, *, match_id, mode, rated, created_at, players) -> dict:
+    """The record of a match whose first round ``state`` has just dealt. ``players`` are dicts with
+    at least ``seat`` and ``username``."""
+    record = {
+        "id": match_id,
+        "mode": mode,
+        "rated": rated,
+        "status": status_of(state),
+        "created_at": created_at,
+        "clock": {"bank_ms": state.clock.bank_ms, "delay_ms": state.clock.delay_ms},
+        "players": players,
+        "result": None,
+        "balances": list(state.balances),
+        "rounds": [],
+    }
+    add_round(record, state)
+    return record
+
+
+def add_round(record: dict, state: MatchState) -> None:
+    """Append the round ``state`` has just dealt."""
+    record["rounds"].append(round_header(state))
+
+
+def add_events(record: dict, state: MatchState, events: list[dict]) -> None:
+    """Append the events that produced ``state``; reveal the seed and the result when due."""
+    current = record["rounds"][-1]
+    current["events"].extend(events)
+    if state.round_over:
+        current["seed"] = state.deal.seed
+    record["balances"] = list(state.balances)
+    record["status"] = status_of(state)
+    if state.result is not None:
+        record["result"] = {"winner": state.result.winner, "reason": state.result.reason}
+
+
+def status_of(state: MatchState) -> str:
+    if state.result is None:
+        return "waiting" if state.seq == 0 else "live"
+    return "void" if state.result.reason == VOID else "finished"

@@ -1,0 +1,179 @@
+"""Replaying a match record through the rules: the same state as playing it, or the list of
+every rule the record breaks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .clock import ClockConfig
+from .errors import IllegalCommand
+from .record import status_of
+from .rules import apply, new_match, next_round
+from .shuffle import Deal, commitment_of, deal_from_seed
+from .state import SETTLED, MatchState
+from .tiles import FULL_SET, HAND_SIZE, parse_tile
+
+AUTOMATIC = ("pass", "settle")
+
+
+@dataclass(frozen=True)
+class Problem:
+    round: int | None
+    seq: int | None
+    seat: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = []
+        if self.round is not None:
+            where.append(f"round {self.round}")
+        if self.seq is not None:
+            where.append(f"event {self.seq}")
+        if self.seat is not None:
+            where.append(f"seat {self.seat}")
+        return f"{', '.join(where) or 'match'}: {self.message}"
+
+
+class ReplayError(Exception):
+    def __init__(self, problems: list[Problem]):
+        super().__init__("; ".join(map(str, problems)))
+        self.problems = problems
+
+
+class _Stop(Exception):
+    """The record cannot be followed any further."""
+
+
+def replay(record: dict) -> MatchState:
+    """The state the record leads to; raises ReplayError if it breaks any rule."""
+    state, problems = audit(record)
+    if problems:
+        raise ReplayError(problems)
+    return state
+
+
+def audit(record: dict) -> tuple[MatchState | None, list[Problem]]:
+    """Replay the record and collect every rule it breaks (after an illegal command the rest of
+    the record cannot be followed, so the audit stops there)."""
+    auditor = _Auditor(record)
+    try:
+        auditor.run()
+    except _Stop:
+        pass
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        auditor.problem(f"malformed record: {exc!r}")
+    return auditor.state, auditor.problems
+
+
+def command_of(event: dict) -> tuple[int | None, dict]:
+    """The command (and its sender) that a recorded event stands for."""
+    kind = event["type"]
+    if kind == "play":
+        return event["seat"], {"type": "play", "tile": event["tile"], "place": event["place"]}
+    if kind == "offer":
+        return event["seat"], {"type": "offer", "amount": event["amount"]}
+    if kind in ("timeout", "abandon"):
+        return None, {"type": kind}
+    if kind == "void":
+        return None, {"type": "void", "why": event.get("why")}
+    return event["seat"], {"type": kind}
+
+
+class _Auditor:
+    def __init__(self, record: dict):
+        self.record = record
+        self.state: MatchState | None = None
+        self.problems: list[Problem] = []
+        self.round_no: int | None = None
+
+    def problem(self, message: str, event: dict | None = None, seat=None) -> None:
+        seq = event.get("seq") if isinstance(event, dict) else None
+        self.problems.append(Problem(self.round_no, seq, seat, message))
+
+    def run(self) -> None:
+        record = self.record
+        clock = ClockConfig(record["clock"]["bank_ms"], record["clock"]["delay_ms"])
+        for round_record in record["rounds"]:
+            self.round_no = round_record["number"]
+            deal = self._deal(round_record)
+            if self.state is None:
+                self.state = new_match(deal, clock=clock, hotseat=record["mode"] == "hotseat")
+            elif self.state.phase != SETTLED:
+                self.problem("a new round is dealt before the previous one ended")
+                raise _Stop
+            else:
+                self.state = next_round(self.state, deal)
+            self._header(round_record)
+            self._events(round_record["events"])
+            if self.state.round_over and round_record.get("seed") is None:
+                self.problem("the round is over but its seed was not revealed")
+        self.round_no = None
+        self._result()
+
+    def _deal(self, round_record: dict) -> Deal:
+        if round_record.get("hands") is None:
+            self.problem("the round's hands are withheld, so the record cannot be checked further")
+            raise _Stop
+        hands = tuple(tuple(sorted(parse_tile(t) for t in hand)) for hand in round_record["hands"])
+        boneyard = tuple(parse_tile(t) for t in round_record["boneyard"])
+        if len(hands) != 2 or any(len(h) != HAND_SIZE for h in hands):
+            self.problem("each player is dealt exactly 7 tiles")
+            raise _Stop
+        if sorted(hands[0] + hands[1] + boneyard) != list(FULL_SET):
+            self.problem("the hands and the boneyard are not the double-six set")
+            raise _Stop
+        seed = round_record.get("seed")
+        commitment = round_record.get("commitment")
+        if seed is not None:
+            dealt = deal_from_seed(seed)
+            if commitment_of(seed) != commitment:
+                self.problem(f"the seed does not match the commitment {commitment}")
+            if (dealt.hands, dealt.boneyard) != (hands, boneyard):
+                self.problem("the deal does not follow from the seed")
+        return Deal(hands, boneyard, commitment, seed)
+
+    def _header(self, round_record: dict) -> None:
+        for key, expected in (("opening", self.state.opening), ("jockey", self.state.jockey)):
+            if round_record.get(key) != expected:
+                self.problem(f"{key}: expected {expected!r}, recorded {round_record.get(key)!r}")
+
+    def _events(self, events: list[dict]) -> None:
+        pending: list[dict] = []
+        for event in events:
+            if pending:
+                self._compare(pending.pop(0), event)
+                continue
+            if event["type"] in AUTOMATIC or event.get("auto"):
+                self.problem(f"unexpected {event['type']}: the rules did not call for it here", event, event.get("seat"))
+                raise _Stop
+            seat, command = command_of(event)
+            try:
+                self.state, produced = apply(self.state, seat, command, event["at_ms"])
+            except IllegalCommand as exc:
+                self.problem(f"{event['type']} is illegal here: {exc.reason} ({exc.code})", event, event.get("seat"))
+                raise _Stop from None
+            self._compare(produced[0], event)
+            pending = produced[1:]
+        if pending:
+            self.problem(f"missing {pending[0]['type']} event (expected {pending[0]})", None, pending[0]["seat"])
+            raise _Stop
+
+    def _compare(self, expected: dict, recorded: dict) -> None:
+        for key, value in expected.items():
+            if recorded.get(key, "(absent)") != value:
+                self.problem(
+                    f"{expected['type']}: {key} should be {value!r}, recorded {recorded.get(key, '(absent)')!r}",
+                    recorded,
+                    expected["seat"],
+                )
+
+    def _result(self) -> None:
+        state = self.state
+        result = None if state.result is None else {"winner": state.result.winner, "reason": state.result.reason}
+        for key, expected in (
+            ("result", result),
+            ("balances", list(state.balances)),
+            ("status", status_of(state)),
+        ):
+            if self.record.get(key) != expected:
+                self.problem(f"{key}: expected {expected!r}, recorded {self.record.get(key)!r}")

@@ -1,0 +1,38 @@
+"""Tiles of the double-six set: a tile is a tuple ``(low, high)`` with ``low <= high``."""
+
+from __future__ import annotations
+
+Tile = tuple[int, int]
+
+FULL_SET: tuple[Tile, ...] = tuple((low, high) for low in range(7) for high in range(low, 7))
+HAND_SIZE = 7
+
+
+def make_tile(a: int, b: int) -> Tile:
+    return (a, b) if a <= b else (b, a)
+
+
+def is_double(tile: Tile) -> bool:
+    return tile[0] == tile[1]
+
+
+def pips(tiles) -> int:
+    return sum(low + high for low, high in tiles)
+
+
+def opening_rank(tile: Tile) -> tuple[int, int, int]:
+    """Rank for the forced opening (RULES §2): any double beats any other tile,
+    then the higher pip sum, then the larger half."""
+    low, high = tile
+    return (1 if low == high else 0, low + high, high)
+
+
+def parse_tile(value) -> Tile:
+    """A tile from its JSON form ``[a, b]``; raises ValueError on anything else."""
+    if (
+        not isinstance(value, (list, tuple))
+        or len(value) != 2
+        or not all(type(half) is int and 0 <= half <= 6 for half in value)
+    ):
+        raise ValueError(f"not a tile: {value!r}")
+    return make_tile(value[0], value[1])

@@ -1,0 +1,91 @@
+"""What one seat may know: ``view(state, seat)``; ``view(state, None)`` is the spectators' view.
+
+Nobody but its owner ever sees a hand, and nobody sees the boneyard's order (or the round's
+seed) before the round is over; in a pass-and-play hand-over no hand is shown at all.
+"""
+
+from __future__ import annotations
+
+from .legal import legal_plays, offer_range
+from .state import AUCTION, CLOCK_RUNNING_PHASES, HANDOVER, PLAY, READY, MatchState
+
+
+def view(state: MatchState, seat: int | None) -> dict:
+    own_hand = seat is not None and state.phase != HANDOVER
+    return {
+        "seq": state.seq,
+        "round": state.round_no,
+        "phase": state.phase,
+        "opening": state.opening,
+        "jockey": state.jockey,
+        "seat": seat,
+        "hand": [list(tile) for tile in state.hands[seat]] if own_hand else None,
+        "hand_counts": [len(state.hands[0]), len(state.hands[1])],
+        "boneyard_count": len(state.boneyard),
+        "commitment": state.deal.commitment,
+        "layout": layout_view(state.layout),
+        "balances": list(state.balances),
+        "banks_ms": list(state.banks_ms),
+        "clock": clock_view(state),
+        "to_act": state.decider,
+        "auction": auction_view(state),
+        "must_play": list(state.drawn) if own_hand and seat == state.decider and state.drawn else None,
+        "legal": None if seat is None else legal_view(state, seat),
+        "settlement": state.settlement,
+        "result": None if state.result is None else {"winner": state.result.winner, "reason": state.result.reason},
+    }
+
+
+def layout_view(layout) -> dict:
+    return {
+        "tiles": [
+            {
+                "tile": list(p.tile),
+                "place": None if p.place is None else {"tile": list(p.place[0]), "side": p.place[1]},
+                "joined": p.joined,
+            }
+            for p in layout.placements
+        ],
+        "spinner": None if layout.spinner is None else list(layout.spinner),
+        "places": [{"tile": list(tile), "side": side, "value": value} for tile, side, value in layout.open_places],
+        "counted": [{"tile": list(c.tile), "side": c.side, "value": c.value} for c in layout.counted()],
+        "end_total": layout.end_total(),
+    }
+
+
+def clock_view(state: MatchState) -> dict:
+    running = state.phase in CLOCK_RUNNING_PHASES
+    return {
+        "running": running,
+        "seat": state.decider if running else None,
+        "turn_start_ms": state.turn_start_ms if running else None,
+        "delay_ms": state.clock.delay_ms,
+        "deadline_ms": state.deadline_ms,
+    }
+
+
+def auction_view(state: MatchState) -> dict | None:
+    if state.auction is None or state.opening != "auction":
+        return None
+    return {"offer": state.auction.offer, "offerer": state.auction.offerer}
+
+
+def legal_view(state: MatchState, seat: int) -> dict:
+    """The seat's choices, compact enough for a client to draw its controls."""
+    plays: dict = {}
+    for tile, place in legal_plays(state, seat):
+        plays.setdefault(tuple(tile), []).append(
+            None if place is None else {"tile": list(place[0]), "side": place[1]}
+        )
+    deciding = seat == state.decider and state.phase in CLOCK_RUNNING_PHASES
+    offers = offer_range(state, seat)
+    auction_open = deciding and state.phase == AUCTION
+    return {
+        "start": state.phase in (READY, HANDOVER),
+        "plays": [{"tile": list(tile), "places": places} for tile, places in plays.items()],
+        "draw": deciding and state.phase == PLAY and not plays,
+        "waive": auction_open and state.auction.offer is None,
+        "accept": auction_open and state.auction.offer is not None,
+        "offer": {"min": offers.start, "max": offers[-1], "step": offers.step} if offers else None,
+        "resign": state.result is None,
+    }
