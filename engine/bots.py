@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from .layout import Layout
-from .legal import legal_decisions, legal_plays, offer_range, play_command
+from .legal import legal_plays, offer_range, play_command
 from .rules import net_payment
 from .state import AUCTION, MatchState
 
@@ -23,13 +23,13 @@ class RandomBot:
     name = "random"
 
     def choose(self, state: MatchState, seat: int, rng: random.Random) -> dict:
-        decisions = legal_decisions(state, seat)
         if state.phase == AUCTION:
-            offers = decisions[1:]
+            offers = offer_range(state, seat)
             if offers and rng.random() < 0.5:
-                return rng.choice(offers)
-            return decisions[0]
-        return rng.choice(decisions)
+                return {"type": "offer", "amount": rng.choice(offers)}
+            return {"type": "waive" if state.auction.offer is None else "accept"}
+        plays = legal_plays(state, seat)
+        return play_command(*rng.choice(plays)) if plays else {"type": "draw"}
 
 
 class GreedyBot:

@@ -9,6 +9,7 @@ spinner; every later double is played in line through its ``chain_a``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .tiles import Tile
 
@@ -23,15 +24,13 @@ Place = tuple[Tile, str]
 OpenPlace = tuple[Tile, str, int]
 
 
-@dataclass(frozen=True)
-class Placement:
+class Placement(NamedTuple):
     tile: Tile
     place: Place | None  # None for the opening tile
     joined: str | None  # the side of ``tile`` that touches ``place``
 
 
-@dataclass(frozen=True)
-class Counted:
+class Counted(NamedTuple):
     """One counted end: ``side`` is None for the spinner, which counts as a whole."""
 
     tile: Tile
@@ -56,13 +55,30 @@ class Layout:
 
     def fits(self, tile: Tile) -> bool:
         low, high = tile
-        return any(value == low or value == high for _, _, value in self.open_places)
+        for _, _, value in self.open_places:
+            if value == low or value == high:
+                return True
+        return False
+
+    def fits_any(self, tiles) -> bool:
+        """Whether any of ``tiles`` fits somewhere (the layout is not empty)."""
+        values = {value for _, _, value in self.open_places}
+        for low, high in tiles:
+            if low in values or high in values:
+                return True
+        return False
 
     def open_value(self, place: Place) -> int | None:
-        for t, side, value in self.open_places:
-            if t == place[0] and side == place[1]:
-                return value
-        return None
+        """The pip value a tile must match at ``place``, or None if the place is not open."""
+        index = self._index_of(place)
+        return None if index < 0 else self.open_places[index][2]
+
+    def _index_of(self, place: Place) -> int:
+        tile, side = place
+        for index, open_place in enumerate(self.open_places):
+            if open_place[0] == tile and open_place[1] == side:
+                return index
+        return -1
 
     def counted(self) -> list[Counted]:
         """The counted ends and their contributions, in layout order."""
@@ -82,21 +98,35 @@ class Layout:
         return out
 
     def end_total(self) -> int:
-        return sum(c.value for c in self.counted())
+        """The sum of the counted ends (the same rules as ``counted``, without the objects)."""
+        total = 0
+        spinner = self.spinner
+        spinner_seen = False
+        for tile, side, value in self.open_places:
+            if side == HIGH or side == LOW:
+                total += value
+            elif side == CHAIN_A or side == CHAIN_B:
+                if tile != spinner:
+                    total += 2 * value
+                elif not spinner_seen:
+                    spinner_seen = True
+                    total += 2 * value
+        return total
 
     def open_with(self, tile: Tile) -> Layout:
         """The layout after the opening tile."""
         low, high = tile
         if low == high:
-            return Layout((Placement(tile, None, None),), ((tile, CHAIN_A, low), (tile, CHAIN_B, low)), tile)
-        return Layout((Placement(tile, None, None),), ((tile, HIGH, high), (tile, LOW, low)), None)
+            return _layout((Placement(tile, None, None),), ((tile, CHAIN_A, low), (tile, CHAIN_B, low)), tile)
+        return _layout((Placement(tile, None, None),), ((tile, HIGH, high), (tile, LOW, low)), None)
 
     def play(self, tile: Tile, place: Place, value: int) -> Layout:
         """The layout after ``tile`` is placed on the open ``place`` whose value is ``value``
         (the caller has checked that it fits)."""
         low, high = tile
         spinner = self.spinner
-        remaining = tuple(p for p in self.open_places if p[0] != place[0] or p[1] != place[1])
+        index = self._index_of(place)
+        remaining = self.open_places[:index] + self.open_places[index + 1 :]
         if low == high:
             joined = CHAIN_A
             added = ((tile, CHAIN_B, low),)
@@ -109,4 +139,11 @@ class Layout:
         if place[0] == self.spinner and place[1] in CHAIN_SIDES:
             if not any(t == spinner and s in CHAIN_SIDES for t, s, _ in remaining):
                 added += ((spinner, ARM_A, value), (spinner, ARM_B, value))
-        return Layout(self.placements + (Placement(tile, place, joined),), remaining + added, spinner)
+        return _layout(self.placements + (Placement(tile, place, joined),), remaining + added, spinner)
+
+
+def _layout(placements, open_places, spinner) -> Layout:
+    """Build a Layout without the frozen dataclass's slower ``__init__`` (this runs every play)."""
+    layout = object.__new__(Layout)
+    object.__setattr__(layout, "__dict__", {"placements": placements, "open_places": open_places, "spinner": spinner})
+    return layout

@@ -198,7 +198,7 @@ def _finish(d: Draft, winner: int | None, reason: str) -> None:
 
 def _can_play(d: Draft, seat: int) -> bool:
     layout = d.layout
-    return layout.is_empty or any(layout.fits(tile) for tile in d.hands[seat])
+    return not layout.placements or layout.fits_any(d.hands[seat])
 
 
 def _with_hand(d: Draft, seat: int, hand: tuple[Tile, ...]) -> None:
@@ -227,7 +227,7 @@ def _begin_turn(d: Draft, seat: int, now_ms: int) -> None:
 def _mandatory_pass(d: Draft, seat: int, now_ms: int) -> None:
     """Made by the engine itself; time already used drawing in this turn stays charged."""
     _charge(d, seat, now_ms)
-    d.emit("pass", seat, now_ms, banks_ms=list(d.banks_ms), auto=True)
+    d.emit("pass", seat, now_ms, {"banks_ms": list(d.banks_ms), "auto": True})
     d.passes += 1
     if d.passes == 2:
         _settle_block(d, now_ms)
@@ -242,11 +242,12 @@ def _play(d: Draft, seat: int, command: dict, now_ms: int) -> None:
     hand = d.hands[seat]
     if tile not in hand:
         raise IllegalCommand("tile_not_in_hand", f"{list(tile)} is not in your hand")
+    index = hand.index(tile)
     if d.drawn is not None and tile != d.drawn:
         raise IllegalCommand("must_play_drawn", f"you must play the tile you drew, {list(d.drawn)}")
     d.layout = _placed(d, tile, place)
     _charge(d, seat, now_ms)
-    _with_hand(d, seat, tuple(t for t in hand if t != tile))
+    _with_hand(d, seat, hand[:index] + hand[index + 1 :])
     d.forced_tile = None
     d.drawn = None
     d.passes = 0
@@ -257,12 +258,14 @@ def _play(d: Draft, seat: int, command: dict, now_ms: int) -> None:
         "play",
         seat,
         now_ms,
-        tile=list(tile),
-        place=None if place is None else {"tile": list(place[0]), "side": place[1]},
-        points=points,
-        ends=ends,
-        balances=list(d.balances),
-        banks_ms=list(d.banks_ms),
+        {
+            "tile": list(tile),
+            "place": None if place is None else {"tile": list(place[0]), "side": place[1]},
+            "points": points,
+            "ends": ends,
+            "balances": list(d.balances),
+            "banks_ms": list(d.banks_ms),
+        },
     )
     if d.balances[opponent] == 0:
         _finish(d, seat, POINTS)
@@ -301,7 +304,7 @@ def _draw(d: Draft, seat: int, command: dict, now_ms: int) -> None:
     tile = d.boneyard[0]
     d.boneyard = d.boneyard[1:]
     _with_hand(d, seat, tuple(sorted(d.hands[seat] + (tile,))))
-    d.emit("draw", seat, now_ms, tile=list(tile))
+    d.emit("draw", seat, now_ms, {"tile": list(tile)})
     if d.layout.fits(tile):
         d.drawn = tile
     elif not d.boneyard:
@@ -341,11 +344,13 @@ def _settle(d: Draft, now_ms: int, *, end: str, winner: int | None, points: int)
         "settle",
         None,
         now_ms,
-        end=end,
-        winner=winner,
-        pips=[pips(d.hands[0]), pips(d.hands[1])],
-        points=points,
-        balances=list(d.balances),
+        {
+            "end": end,
+            "winner": winner,
+            "pips": [pips(d.hands[0]), pips(d.hands[1])],
+            "points": points,
+            "balances": list(d.balances),
+        },
     )
 
 
@@ -419,7 +424,7 @@ def _offer(d: Draft, seat: int, command: dict, now_ms: int) -> None:
         raise IllegalCommand("offer_unaffordable", "you could not pay that offer")
     _charge(d, seat, now_ms)
     d.auction = Auction(amount, seat)
-    d.emit("offer", seat, now_ms, amount=amount, banks_ms=list(d.banks_ms))
+    d.emit("offer", seat, now_ms, {"amount": amount, "banks_ms": list(d.banks_ms)})
     _begin_auction_turn(d, _other(seat), now_ms)
 
 
@@ -439,16 +444,19 @@ def _waive(d: Draft, seat: int, command: dict, now_ms: int) -> None:
     _resolve_waive(d, seat, now_ms, auto=False)
 
 
-def _auto_flag(auto: bool) -> dict:
-    return {"auto": True} if auto else {}
+def _decision_fields(d: Draft, auto: bool, **fields) -> dict:
+    """The balances and banks after an auction decision, and ``auto`` if the server made it."""
+    fields["balances"] = list(d.balances)
+    fields["banks_ms"] = list(d.banks_ms)
+    if auto:
+        fields["auto"] = True
+    return fields
 
 
 def _resolve_accept(d: Draft, seat: int, now_ms: int, *, auto: bool) -> None:
     payer = d.auction.offerer
     paid = _move_points(d, payer, net_payment(d.jockey, payer, d.auction.offer))
-    d.emit(
-        "accept", seat, now_ms, paid=paid, balances=list(d.balances), banks_ms=list(d.banks_ms), **_auto_flag(auto)
-    )
+    d.emit("accept", seat, now_ms, _decision_fields(d, auto, paid=paid))
     if d.balances[payer] == 0:
         _finish(d, seat, POINTS)
     else:
@@ -456,7 +464,7 @@ def _resolve_accept(d: Draft, seat: int, now_ms: int, *, auto: bool) -> None:
 
 
 def _resolve_waive(d: Draft, seat: int, now_ms: int, *, auto: bool) -> None:
-    d.emit("waive", seat, now_ms, balances=list(d.balances), banks_ms=list(d.banks_ms), **_auto_flag(auto))
+    d.emit("waive", seat, now_ms, _decision_fields(d, auto))
     _begin_opening(d, d.jockey, now_ms)
 
 
@@ -484,7 +492,7 @@ def _expire(d: Draft, seat, command: dict, now_ms: int) -> None:
     banks = list(d.banks_ms)
     banks[loser] = 0
     d.banks_ms = (banks[0], banks[1])
-    d.emit(command["type"], loser, now_ms, banks_ms=banks)
+    d.emit(command["type"], loser, now_ms, {"banks_ms": banks})
     _finish(d, _other(loser), TIME if command["type"] == "timeout" else ABANDON)
 
 
@@ -492,7 +500,7 @@ def _void(d: Draft, seat, command: dict, now_ms: int) -> None:
     why = command.get("why")
     if not isinstance(why, str) or not why:
         raise IllegalCommand("bad_command", "a void says why")
-    d.emit("void", None, now_ms, why=why)
+    d.emit("void", None, now_ms, {"why": why})
     _finish(d, None, VOID)
 
 

@@ -89,9 +89,12 @@ class Draft:
         object.__setattr__(frozen, "__dict__", fields)
         return frozen
 
-    def emit(self, kind: str, seat: int | None, now_ms: int, **extra) -> dict:
+    def emit(self, kind: str, seat: int | None, now_ms: int, extra: dict | None = None) -> dict:
+        """Record an event: every event has ``seq``, ``type``, ``seat`` and ``at_ms`` (ARCHIVE.md)."""
         self.seq += 1
         self.last_ms = now_ms
-        event = {"seq": self.seq, "type": kind, "seat": seat, "at_ms": now_ms, **extra}
+        event = {"seq": self.seq, "type": kind, "seat": seat, "at_ms": now_ms}
+        if extra:
+            event.update(extra)
         self.events.append(event)
         return event

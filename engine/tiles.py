@@ -27,12 +27,14 @@ def opening_rank(tile: Tile) -> tuple[int, int, int]:
     return (1 if low == high else 0, low + high, high)
 
 
+# Every way of writing a tile, halves in either order, to its canonical form.
+_CANONICAL = {(a, b): make_tile(a, b) for a in range(7) for b in range(7)}
+
+
 def parse_tile(value) -> Tile:
     """A tile from its JSON form ``[a, b]``; raises ValueError on anything else."""
-    if (
-        not isinstance(value, (list, tuple))
-        or len(value) != 2
-        or not all(type(half) is int and 0 <= half <= 6 for half in value)
-    ):
-        raise ValueError(f"not a tile: {value!r}")
-    return make_tile(value[0], value[1])
+    if type(value) in (list, tuple) and len(value) == 2 and type(value[0]) is int and type(value[1]) is int:
+        tile = _CANONICAL.get((value[0], value[1]))
+        if tile is not None:
+            return tile
+    raise ValueError(f"not a tile: {value!r}")

@@ -1,0 +1,1 @@
+"""Benchmarks: ``make bench`` runs them and writes JSON under ``benchmarks/results/``."""

@@ -1,0 +1,109 @@
+"""The rules engine's speed: complete random rounds per second on one core, time per ``apply``
+and per legal-move query, beside the PyPI package ``dominoes`` (random games per second) run in
+the same process as the peer."""
+
+from __future__ import annotations
+
+import random
+import time
+
+from engine import RandomBot, apply, deal_from_seed, legal_decisions, new_match, next_round
+from engine.state import FINISHED, READY, SETTLED
+
+START = {"type": "start"}
+
+
+def _seeds(rng: random.Random):
+    while True:
+        yield "%064x" % rng.getrandbits(256)
+
+
+def play_rounds(count: int, rng: random.Random, on_step=None) -> int:
+    """Play ``count`` complete rounds between random bots (matches continue across rounds and a
+    finished match starts a new one). ``on_step(state, seat, command)`` sees each decision."""
+    bot = RandomBot()
+    seeds = _seeds(rng)
+    done = 0
+    state = new_match(deal_from_seed(next(seeds)))
+    while done < count:
+        if state.phase == SETTLED or state.phase == FINISHED:
+            done += 1
+            state = (
+                next_round(state, deal_from_seed(next(seeds)))
+                if state.phase == SETTLED
+                else new_match(deal_from_seed(next(seeds)))
+            )
+            continue
+        if state.phase == READY:
+            seat, command = None, START
+        else:
+            seat = state.decider
+            command = bot.choose(state, seat, rng)
+        if on_step is not None:
+            on_step(state, seat, command)
+        # Time stands still, so no match is decided on time here.
+        state, _ = apply(state, seat, command, 0)
+    return done
+
+
+def rounds_per_second(seconds: float, rng: random.Random) -> float:
+    started = time.perf_counter()
+    rounds = 0
+    while time.perf_counter() - started < seconds:
+        rounds += play_rounds(200, rng)
+    return rounds / (time.perf_counter() - started)
+
+
+def per_call_us(rounds: int, rng: random.Random) -> dict:
+    """Record real decisions, then time ``apply`` and ``legal_decisions`` on exactly those."""
+    steps = []
+    play_rounds(rounds, rng, on_step=lambda state, seat, command: steps.append((state, seat, command)))
+    started = time.perf_counter()
+    for state, seat, command in steps:
+        apply(state, seat, command, 0)
+    apply_s = time.perf_counter() - started
+    deciding = [(state, seat) for state, seat, _ in steps if seat is not None]
+    started = time.perf_counter()
+    for state, seat in deciding:
+        legal_decisions(state, seat)
+    legal_s = time.perf_counter() - started
+    return {
+        "apply_us": round(apply_s / len(steps) * 1e6, 2),
+        "legal_query_us": round(legal_s / len(deciding) * 1e6, 2),
+        "applies_measured": len(steps),
+        "applies_per_round": round(len(steps) / rounds, 1),
+    }
+
+
+def peer_games_per_second(seconds: float) -> float | None:
+    """Random games per second of the ``dominoes`` package (its own random player)."""
+    try:
+        import dominoes
+        from dominoes import players
+    except ImportError:
+        return None
+    started = time.perf_counter()
+    games = 0
+    while time.perf_counter() - started < seconds:
+        game = dominoes.Game.new()
+        while game.result is None:
+            players.random(game)
+            game.make_move(*game.valid_moves[0])
+        games += 1
+    return games / (time.perf_counter() - started)
+
+
+def run(seconds: float = 5.0) -> dict:
+    rng = random.Random(2026)
+    rounds_per_second(0.5, rng)  # warm up
+    ours = rounds_per_second(seconds, rng)
+    peer = peer_games_per_second(seconds)
+    return {
+        "benchmark": "engine",
+        "random_rounds_per_second": round(ours),
+        "target_rounds_per_second": 2000,
+        "peer": "dominoes (PyPI): random games per second",
+        "peer_games_per_second": None if peer is None else round(peer),
+        "ratio_to_peer": None if peer is None else round(ours / peer, 2),
+        **per_call_us(2000, rng),
+    }

@@ -1,0 +1,39 @@
+"""``make bench``: run the benchmarks and write their JSON results under benchmarks/results/.
+
+Usage: ``python -m benchmarks.run [engine|api ...]`` (all of them when none is named).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def _engine() -> dict:
+    from benchmarks.engine_bench import run
+
+    return run()
+
+
+BENCHMARKS = {"engine": _engine}
+
+
+def main(names: list[str]) -> int:
+    RESULTS.mkdir(exist_ok=True)
+    for name in names or list(BENCHMARKS):
+        result = BENCHMARKS[name]()
+        result["python"] = platform.python_implementation() + " " + platform.python_version()
+        result["measured_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        path = RESULTS / f"{name}.json"
+        path.write_text(json.dumps(result, indent=2) + "\n")
+        print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
