@@ -1,0 +1,92 @@
+"""Typed readers for environment variables, and the Redis/database settings built from them.
+
+Only the process environment is read here: no files, no network.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+# Seconds: a dead Redis must turn into a fast error (healthz answers 503 quickly).
+REDIS_SOCKET_TIMEOUT_S = 1.0
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def env_str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use 1/0, true/false, on/off)")
+
+
+def env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None:
+        return list(default)
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def database_config(url: str) -> dict:
+    """DATABASES["default"] for a URL; SQLite gets WAL and IMMEDIATE transactions.
+
+    WAL lets readers and one writer work at once; IMMEDIATE takes the write lock at BEGIN, so the
+    web process and the Celery worker queue on busy_timeout instead of failing with
+    "database is locked" when a read transaction later tries to write.
+    """
+    config = dj_database_url.parse(url, conn_max_age=0, conn_health_checks=True)
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        name = Path(config["NAME"])
+        config["OPTIONS"] = {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,  # seconds to wait for the write lock
+            "init_command": (
+                "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL;PRAGMA busy_timeout=20000"
+            ),
+        }
+        # A file, not ":memory:", so test servers in subprocesses (Daphne, Celery) share it.
+        config["TEST"] = {"NAME": str(name.with_name(f"test_{name.name}"))}
+    return config
+
+
+def redis_channel_layers(redis_url: str) -> dict:
+    """CHANNEL_LAYERS for channels-redis on one Redis, with short socket timeouts."""
+    return {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {
+                "hosts": [
+                    {
+                        "address": redis_url,
+                        "socket_timeout": REDIS_SOCKET_TIMEOUT_S,
+                        "socket_connect_timeout": REDIS_SOCKET_TIMEOUT_S,
+                    }
+                ],
+                "prefix": "sbo:asgi",
+            },
+        }
+    }

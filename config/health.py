@@ -1,0 +1,96 @@
+"""Health checks: the database, Redis, the channel layer, and the worker heartbeat."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+
+import redis
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import connection
+
+from config.env import REDIS_SOCKET_TIMEOUT_S
+
+HEARTBEAT_KEY = "sbo:heartbeat:worker"
+CHANNEL_LAYER_TIMEOUT_S = 2.0
+
+
+def redis_client(url: str | None = None) -> redis.Redis:
+    """A Redis client with short timeouts: a dead Redis fails in about a second."""
+    return redis.Redis.from_url(
+        url or settings.REDIS_URL,
+        socket_timeout=REDIS_SOCKET_TIMEOUT_S,
+        socket_connect_timeout=REDIS_SOCKET_TIMEOUT_S,
+    )
+
+
+def record_heartbeat(client: redis.Redis, *, now_s: float, interval_s: float) -> None:
+    """Store the worker's latest heartbeat (Unix seconds); it expires after a few missed beats."""
+    client.set(HEARTBEAT_KEY, repr(now_s), ex=max(1, round(interval_s * 6)))
+
+
+def heartbeat_status(client: redis.Redis, *, now_s: float, interval_s: float) -> dict:
+    """How long ago the worker last beat: "ok" within two intervals, else "stale" or "missing"."""
+    raw = client.get(HEARTBEAT_KEY)
+    if raw is None:
+        return {"status": "missing"}
+    age_s = max(0.0, now_s - float(raw))
+    return {"status": "ok" if age_s <= 2 * interval_s else "stale", "age_s": round(age_s, 3)}
+
+
+def check_database() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        cursor.fetchone()
+
+
+def check_redis(*, now_s: float) -> dict:
+    """Ping Redis; return the worker heartbeat (informational) read through the same client."""
+    client = redis_client()
+    try:
+        client.ping()
+        return heartbeat_status(
+            client, now_s=now_s, interval_s=float(settings.HEARTBEAT_INTERVAL_S)
+        )
+    finally:
+        client.close()
+
+
+async def check_channel_layer() -> None:
+    """Send one message to a fresh channel through the configured layer and read it back."""
+    layer = get_channel_layer()
+    channel = await layer.new_channel("healthz")
+    nonce = secrets.token_hex(8)
+    await layer.send(channel, {"type": "healthz.ping", "nonce": nonce})
+    message = await layer.receive(channel)
+    if message.get("nonce") != nonce:
+        raise RuntimeError("the channel layer returned another message")
+
+
+async def _outcome(awaitable, timeout_s: float) -> tuple[dict, object]:
+    try:
+        result = await asyncio.wait_for(awaitable, timeout_s)
+    except TimeoutError:
+        return {"status": "error", "error": f"timed out after {timeout_s} s"}, None
+    except Exception as exc:  # noqa: BLE001 - any failure is reported, not raised
+        return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}, None
+    return {"status": "ok"}, result
+
+
+async def run_checks(*, now_s: float) -> dict:
+    """All checks at once; the report names each part and whether it failed."""
+    (database, _), (redis_part, heartbeat), (layer, _) = await asyncio.gather(
+        _outcome(sync_to_async(check_database)(), 3.0),
+        _outcome(sync_to_async(check_redis, thread_sensitive=False)(now_s=now_s), 3.0),
+        _outcome(check_channel_layer(), CHANNEL_LAYER_TIMEOUT_S),
+    )
+    checks = {"database": database, "redis": redis_part, "channel_layer": layer}
+    failed = [name for name, part in checks.items() if part["status"] != "ok"]
+    return {
+        "status": "error" if failed else "ok",
+        "failed": failed,
+        "checks": checks,
+        "worker_heartbeat": heartbeat or {"status": "unknown"},
+    }

@@ -1,0 +1,14 @@
+"""Site URLs. Apps add theirs with include(), e.g. path("lobby/", include("lobby.urls"))."""
+
+from django.contrib import admin
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView
+
+from config.views import HomeView, healthz
+
+urlpatterns = [
+    path("", HomeView.as_view(), name="home"),
+    path("healthz", healthz, name="healthz"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("admin/", admin.site.urls),
+]

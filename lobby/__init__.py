@@ -1,0 +1,1 @@
+"""Seeks, challenges, quick pairing, and the live lobby."""

@@ -1,0 +1,1 @@
+"""Lobby models (none yet)."""

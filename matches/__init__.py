@@ -1,0 +1,1 @@
+"""Match records, the live-match service, the clock, and the archive API."""

@@ -1,0 +1,1 @@
+"""Match models (none yet)."""

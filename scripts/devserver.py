@@ -1,0 +1,197 @@
+"""One machine, everything: the orchestrator behind `make run` and `make test`.
+
+    python scripts/devserver.py run [--port 8000] [--host 127.0.0.1] [--run-dir .run]
+    python scripts/devserver.py test [--run-dir .run]
+
+Both prepare the same environment: SECRET_KEY (generated once into <run-dir>/secret_key unless
+set) and REDIS_URL (a local redis-server on a free port, data in <run-dir>/redis, unless set).
+`run` then migrates, collects static files, and supervises Daphne, a Celery worker and Celery
+beat until Ctrl-C (or SIGTERM), when it stops every child. `test` runs the test pipeline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if __package__ in (None, ""):  # run as a file: make the project importable
+    sys.path.insert(0, str(ROOT))
+
+from scripts.localredis import start_local_redis  # noqa: E402
+from scripts.proc import Supervisor, accepts_connections, port_is_free, wait_until  # noqa: E402
+
+PYTHON = sys.executable
+CHROMIUM_PATHS = ("/usr/lib/chromium/chromium", "/usr/bin/chromium")
+STARTUP_TIMEOUT_S = 60
+
+
+def log(message: str) -> None:
+    print(f"[devserver] {message}", flush=True)
+
+
+def secret_key(run_dir: Path) -> str:
+    """The development key: generated once, kept in the git-ignored run folder."""
+    path = run_dir / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def prepare_environment(supervisor: Supervisor, run_dir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    env["PYTHONUNBUFFERED"] = "1"
+    if not env.get("SECRET_KEY"):
+        env["SECRET_KEY"] = secret_key(run_dir)
+    if env.get("REDIS_URL"):
+        log(f"Redis: {env['REDIS_URL']} (from REDIS_URL)")
+    else:
+        env["REDIS_URL"] = start_local_redis(supervisor, run_dir / "redis")
+        log(f"Redis: started a local redis-server at {env['REDIS_URL']}")
+    return env
+
+
+def manage(env: dict[str, str], *args: str) -> None:
+    subprocess.run([PYTHON, "manage.py", *args], cwd=ROOT, env=env, check=True)
+
+
+def install_stop_signals() -> threading.Event:
+    stop = threading.Event()
+
+    def on_signal(signum, frame):
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    return stop
+
+
+def run(args: argparse.Namespace) -> int:
+    run_dir = Path(args.run_dir).resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if not port_is_free(args.host, args.port):
+        log(
+            f"Port {args.port} on {args.host} is already in use. Stop whatever is using it, "
+            f"or pick another port: PORT={args.port + 1} make run"
+        )
+        return 2
+    stop = install_stop_signals()
+    with Supervisor() as supervisor:
+        env = prepare_environment(supervisor, run_dir)
+        manage(env, "migrate", "--noinput")
+        manage(env, "collectstatic", "--noinput", "--verbosity", "0")
+        celery = [PYTHON, "-m", "celery", "-A", "config"]
+        supervisor.start(
+            "daphne",
+            [
+                PYTHON,
+                "-m",
+                "daphne",
+                "-b",
+                args.host,
+                "-p",
+                str(args.port),
+                "config.asgi:application",
+            ],
+            env=env,
+            cwd=ROOT,
+        )
+        supervisor.start(
+            "worker", [*celery, "worker", "--loglevel=INFO", "--concurrency=2"], env=env, cwd=ROOT
+        )
+        supervisor.start(
+            "beat",
+            [
+                *celery,
+                "beat",
+                "--loglevel=INFO",
+                "--schedule",
+                str(run_dir / "celerybeat-schedule"),
+            ],
+            env=env,
+            cwd=ROOT,
+        )
+        pids = {name: process.pid for name, process in supervisor.children.items()}
+        (run_dir / "processes.json").write_text(json.dumps(pids))
+        wait_until(
+            lambda: (
+                stop.is_set() or supervisor.exited() or accepts_connections(args.host, args.port)
+            ),
+            STARTUP_TIMEOUT_S,
+            message="Daphne to listen",
+        )
+        if not stop.is_set() and not supervisor.exited():
+            log(f"Spectacular Bid online is running at http://{args.host}:{args.port}/")
+            log("Press Ctrl-C to stop.")
+        while not stop.wait(0.5):
+            if failed := supervisor.exited():
+                log(f"Stopping: a process exited on its own: {failed}")
+                break
+        log("Stopping Daphne, the worker, beat and Redis...")
+    log("All stopped.")
+    return 0 if stop.is_set() else 1
+
+
+def browser_tests(env: dict[str, str]) -> str | None:
+    """Run tests/browser in its own pytest (Playwright keeps an event loop); a failure or None."""
+    if not any((ROOT / "tests" / "browser").glob("**/test_*.py")):
+        log("tests/browser has no tests yet: browser step skipped")
+        return None
+    chromium = next((path for path in CHROMIUM_PATHS if os.access(path, os.X_OK)), None)
+    if chromium is None:
+        print("Chromium not found: browser tests SKIPPED", flush=True)
+        return None
+    browser_env = {**env, "DJANGO_ALLOW_ASYNC_UNSAFE": "true", "CHROMIUM_PATH": chromium}
+    code = subprocess.call([PYTHON, "-m", "pytest", "tests/browser"], cwd=ROOT, env=browser_env)
+    return f"browser tests: pytest exited {code}" if code else None
+
+
+def test(args: argparse.Namespace) -> int:
+    failures = []
+    run_dir = Path(args.run_dir).resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with Supervisor() as supervisor:
+        env = prepare_environment(supervisor, run_dir)
+        code = subprocess.call(
+            [PYTHON, "-m", "coverage", "run", "-m", "pytest", "--ignore=tests/browser"],
+            cwd=ROOT,
+            env=env,
+        )
+        if code:
+            reason = " (no tests collected)" if code == 5 else ""
+            failures.append(f"test suite: pytest exited {code}{reason}")
+        if subprocess.call([PYTHON, "-m", "coverage", "report"], cwd=ROOT, env=env):
+            failures.append("coverage: engine/ is below 100% branch coverage (or has no data)")
+        if failure := browser_tests(env):
+            failures.append(failure)
+    for failure in failures:
+        log(f"FAILED {failure}")
+    if not failures:
+        log("All test steps passed.")
+    return 1 if failures else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run_parser = commands.add_parser("run", help="serve the site with a worker and beat")
+    run_parser.add_argument("--port", type=int, default=int(os.environ.get("PORT") or 8000))
+    run_parser.add_argument("--host", default=os.environ.get("HOST") or "127.0.0.1")
+    test_parser = commands.add_parser("test", help="run the whole test pipeline")
+    for sub in (run_parser, test_parser):
+        sub.add_argument("--run-dir", default=str(ROOT / ".run"))
+    args = parser.parse_args(argv)
+    return run(args) if args.command == "run" else test(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
