@@ -10,7 +10,7 @@ from .errors import IllegalCommand
 from .legal import legal_commands, legal_decisions, legal_plays
 from .record import add_events, add_round, new_record, status_of
 from .replay import Problem, ReplayError, audit, replay
-from .rules import apply, new_match, next_round
+from .rules import apply, first_to_act, new_match, next_round
 from .shuffle import Deal, commitment_of, deal_from_seed, new_seed
 from .state import MatchState
 from .view import view
@@ -31,6 +31,7 @@ __all__ = [
     "audit",
     "commitment_of",
     "deal_from_seed",
+    "first_to_act",
     "legal_commands",
     "legal_decisions",
     "legal_plays",

@@ -369,14 +369,30 @@ def _start(d: Draft, seat, command: dict, now_ms: int) -> None:
     if d.phase != READY:
         raise IllegalCommand("already_started", "the clocks are already running")
     d.emit("start", seat, now_ms)
+    first = first_to_act(d)
     if d.opening == "auction":
         d.phase = AUCTION
         d.auction = Auction()
-        _begin_auction_turn(d, _other(d.jockey), now_ms)
+        _begin_auction_turn(d, first, now_ms)
     else:
         d.phase = PLAY
-        d.forced_tile = max(d.hands[0] + d.hands[1], key=opening_rank)
-        _begin_turn(d, 0 if d.forced_tile in d.hands[0] else 1, now_ms)
+        d.forced_tile = rank_opening_tile(d.hands)
+        _begin_turn(d, first, now_ms)
+
+
+def rank_opening_tile(hands) -> Tile:
+    """The tile that must open a rank round: the highest double, else the heaviest tile."""
+    return max(hands[0] + hands[1], key=opening_rank)
+
+
+def first_to_act(state) -> int:
+    """Who decides first once the clocks run: in a hand-over the waiting player; in an auction
+    the jockey's opponent; otherwise the holder of the rank-opening tile."""
+    if state.phase == HANDOVER:
+        return state.decider
+    if state.opening == "auction":
+        return _other(state.jockey)
+    return 0 if rank_opening_tile(state.hands) in state.hands[0] else 1
 
 
 # --- the auction (RULES §6) ----------------------------------------------------------------
