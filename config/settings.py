@@ -124,7 +124,24 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(HEARTBEAT_INTERVAL_S),
         "options": {"expires": float(HEARTBEAT_INTERVAL_S)},
     },
+    # Catches deadlines whose own task was lost (see matches/tasks.py).
+    "sweep-deadlines": {
+        "task": "matches.tasks.sweep_deadlines",
+        "schedule": 1.0,
+        "options": {"expires": 1.0},
+    },
 }
+
+# --- Matches: the clock (RULES §7) and the service's timekeeping tolerances ----------------
+MATCH_BANK_MS = env_int("MATCH_BANK_MS", 120_000)
+MATCH_DELAY_MS = env_int("MATCH_DELAY_MS", 10_000)
+START_GRACE_MS = env_int("START_GRACE_MS", 20_000)  # then the server presses Start / Continue
+HOTSEAT_REVEAL_GRACE_MS = env_int("HOTSEAT_REVEAL_GRACE_MS", 300_000)
+TIME_JUMP_TOLERANCE_MS = env_int("TIME_JUMP_TOLERANCE_MS", 1_000)
+TIMEOUT_LATE_TOLERANCE_MS = env_int("TIMEOUT_LATE_TOLERANCE_MS", 3_000)
+STAMP_LATE_TOLERANCE_MS = env_int("STAMP_LATE_TOLERANCE_MS", 2_000)
+WS_RATE_BURST = env_int("WS_RATE_BURST", 30)
+WS_RATE_PER_SECOND = env_int("WS_RATE_PER_SECOND", 10)
 
 # --- Internationalisation, static files -----------------------------------------------------
 LANGUAGE_CODE = "en-us"

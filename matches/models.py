@@ -1,1 +1,104 @@
-"""Match models (none yet)."""
+"""A match is its record (ARCHIVE.md): the deals and the accepted events. The other columns are
+indexes and caches of it for queries, plus the secrets of the round being played."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class Match(models.Model):
+    class Mode(models.TextChoices):
+        ONLINE = "online"
+        HOTSEAT = "hotseat"
+
+    class Status(models.TextChoices):
+        WAITING = "waiting"
+        LIVE = "live"
+        FINISHED = "finished"
+        VOID = "void"
+
+    class DeadlineKind(models.TextChoices):
+        DECISION = "decision"  # a player's clock runs out
+        START = "start"  # the Start / Continue wait runs out
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    mode = models.CharField(max_length=8, choices=Mode.choices, default=Mode.ONLINE)
+    rated = models.BooleanField(default=False)
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.WAITING, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    player0 = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    player1 = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    # The record of ARCHIVE.md, kept whole; the round being played has its seed withheld.
+    record = models.JSONField()
+    seq = models.PositiveIntegerField(default=0)  # number of the last event
+    # Cache of the engine state after event ``seq`` (pickled); rebuilt from the record if stale.
+    snapshot = models.BinaryField(null=True, editable=False)
+    secret_seed = models.CharField(max_length=64, editable=False)  # the current round's seed
+    deadline_ms = models.BigIntegerField(null=True, blank=True, db_index=True)
+    deadline_kind = models.CharField(max_length=8, choices=DeadlineKind.choices, blank=True)
+    # The last client sequence number applied for each seat (duplicate commands are acknowledged).
+    cseq0 = models.BigIntegerField(default=0)
+    cseq1 = models.BigIntegerField(default=0)
+    winner = models.PositiveSmallIntegerField(null=True, blank=True)
+    reason = models.CharField(max_length=8, blank=True)
+    # Ratings around a rated result, stored with the match so a void can take them back exactly.
+    rating_before0 = models.IntegerField(null=True, blank=True)
+    rating_before1 = models.IntegerField(null=True, blank=True)
+    rating_after0 = models.IntegerField(null=True, blank=True)
+    rating_after1 = models.IntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["status", "deadline_ms"]),
+            models.Index(fields=["player0", "-created_at"]),
+            models.Index(fields=["player1", "-created_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.player0} v {self.player1} ({self.status})"
+
+    def players(self):
+        return (self.player0, self.player1)
+
+    def seats_of(self, user) -> list[int]:
+        """The seats ``user`` holds: none, one, or (pass-and-play) both."""
+        return [seat for seat, player_id in enumerate((self.player0_id, self.player1_id)) if player_id == user.pk]
+
+    @property
+    def is_over(self) -> bool:
+        return self.status in (self.Status.FINISHED, self.Status.VOID)
+
+
+class TimingFault(models.Model):
+    """A suspected failure of the service's own timekeeping; confirming it voids the match."""
+
+    class Kind(models.TextChoices):
+        BACKWARDS = "backwards", "the time authority went backwards"
+        JUMP = "jump", "the time authority jumped"
+        LATE_TIMEOUT = "late_timeout", "a timeout was processed late"
+        LATE_STAMP = "late_stamp", "an arrival was stamped late"
+        UNREACHABLE = "unreachable", "the time authority was unreachable"
+
+    class Status(models.TextChoices):
+        SUSPECTED = "suspected"
+        CONFIRMED = "confirmed"
+        DISMISSED = "dismissed"
+
+    match = models.ForeignKey(Match, on_delete=models.CASCADE, related_name="timing_faults")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    detail = models.JSONField(default=dict)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.SUSPECTED)
+    detected_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.CharField(max_length=150, blank=True)  # "auto" or a staff username
+
+    class Meta:
+        ordering = ["-detected_at"]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} in {self.match_id} ({self.status})"

@@ -1,0 +1,77 @@
+"""Telling everyone concerned: each seat gets its own view, spectators the public one.
+
+Every message carries the match's event number (``seq``): the channel layer delivers at most
+once, so a client that sees a gap asks for a resync.
+"""
+
+from __future__ import annotations
+
+import engine
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+from .models import Match
+
+WATCHERS = "watch"
+HOTSEAT = "hotseat"
+
+
+def group_name(match_id, audience) -> str:
+    """``audience`` is a seat (0, 1), ``"watch"`` for spectators or ``"hotseat"``."""
+    suffix = f"seat{audience}" if audience in (0, 1) else audience
+    return f"match.{str(match_id).replace('-', '')}.{suffix}"
+
+
+def hotseat_viewer(state: engine.MatchState) -> int | None:
+    """Whose tiles a pass-and-play device may show: the player to act (hidden anyway during a
+    hand-over, until they reveal)."""
+    if state.decider is not None:
+        return state.decider
+    if state.phase == "ready":
+        return engine.first_to_act(state)
+    return None
+
+
+def visible_event(event: dict, viewer: int | None) -> dict:
+    """A drawn tile is known only to the player who drew it."""
+    if event["type"] == "draw" and event["seat"] != viewer:
+        return {key: value for key, value in event.items() if key != "tile"}
+    return event
+
+
+def state_message(match: Match, state: engine.MatchState, viewer: int | None, events=()) -> dict:
+    return {
+        "type": "state",
+        "seq": state.seq,
+        "match": {
+            "id": str(match.id),
+            "mode": match.mode,
+            "rated": match.rated,
+            "status": match.status,
+            "players": [{"seat": p["seat"], "username": p["username"]} for p in match.record["players"]],
+        },
+        "you": viewer,
+        "view": engine.view(state, viewer),
+        "events": [visible_event(event, viewer) for event in events],
+        "deadline": {"kind": match.deadline_kind or None, "at_ms": match.deadline_ms},
+    }
+
+
+def viewer_for(match: Match, state: engine.MatchState, audience) -> int | None:
+    if audience == HOTSEAT:
+        return hotseat_viewer(state)
+    return audience if audience in (0, 1) else None
+
+
+def audiences(match: Match) -> tuple:
+    if match.mode == Match.Mode.HOTSEAT:
+        return (HOTSEAT, WATCHERS)
+    return (0, 1, WATCHERS)
+
+
+def publish(match: Match, state: engine.MatchState, events: list[dict]) -> None:
+    layer = get_channel_layer()
+    send = async_to_sync(layer.group_send)
+    for audience in audiences(match):
+        message = state_message(match, state, viewer_for(match, state, audience), events)
+        send(group_name(match.id, audience), {"type": "match.message", "payload": message})

@@ -1,0 +1,302 @@
+"""The match service: the only writer of a match.
+
+Every change takes the match's row lock inside ``transaction.atomic`` (``select_for_update``;
+on SQLite the IMMEDIATE transaction serialises writers), asks the engine for the next state,
+appends the accepted events to the record, stores a snapshot and re-arms the deadline, all in
+one transaction. Broadcasts and task scheduling run after commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import partial
+
+import engine
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone as dj_timezone
+
+from . import broadcast, deadlines, presence, timekeeping
+from .models import Match, TimingFault
+from .selectors import match_state
+
+log = logging.getLogger(__name__)
+
+READY_PHASES = ("ready", "handover")
+
+
+class CommandRejected(Exception):
+    """A command the match will not take; nothing changed."""
+
+    def __init__(self, code: str, reason: str):
+        super().__init__(f"{code}: {reason}")
+        self.code = code
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of a submitted command. ``late`` is set when the command reached the server
+    at or after its deadline: it was not applied and its sender lost on time."""
+
+    seq: int
+    duplicate: bool = False
+    late: bool = False
+
+
+def clock_config() -> engine.ClockConfig:
+    return engine.ClockConfig(
+        bank_ms=getattr(settings, "MATCH_BANK_MS", 120_000),
+        delay_ms=getattr(settings, "MATCH_DELAY_MS", 10_000),
+    )
+
+
+def start_grace_ms(match: Match) -> int:
+    """How long the clocks may stand before the server presses Start / reveals for the player."""
+    if match.mode == Match.Mode.HOTSEAT:
+        return timekeeping.setting_ms("HOTSEAT_REVEAL_GRACE_MS", 300_000)
+    return timekeeping.setting_ms("START_GRACE_MS", 20_000)
+
+
+# --- creating ------------------------------------------------------------------------------
+
+
+def match_create(*, player0, player1, mode: str = Match.Mode.ONLINE, rated: bool = False, now_ms: int,
+                 clock: engine.ClockConfig | None = None) -> Match:
+    """A new match with its first round dealt; clocks stand until Start."""
+    if mode == Match.Mode.HOTSEAT and (player0.pk != player1.pk or rated):
+        raise ValueError("a pass-and-play match is one user's, on both seats, and unrated")
+    seed = engine.new_seed()
+    state = engine.new_match(
+        engine.deal_from_seed(seed), clock=clock or clock_config(), hotseat=mode == Match.Mode.HOTSEAT
+    )
+    match = Match(mode=mode, rated=rated, player0=player0, player1=player1, secret_seed=seed)
+    match.record = engine.new_record(
+        state,
+        match_id=str(match.id),
+        mode=mode,
+        rated=rated,
+        created_at=datetime.fromtimestamp(now_ms / 1000, timezone.utc).isoformat().replace("+00:00", "Z"),
+        players=[{"seat": 0, "username": player0.username}, {"seat": 1, "username": player1.username}],
+    )
+    _store(match, state, now_ms)
+    match.save()
+    transaction.on_commit(partial(_after_commit, match, state, []))
+    return match
+
+
+# --- commands ------------------------------------------------------------------------------
+
+
+def match_submit(*, match_id, user, command: dict, arrival_ms: int, cseq: int | None = None) -> Outcome:
+    """Apply a player's command that reached the server at ``arrival_ms`` (stamped by the time
+    authority before any lock was awaited). Raises CommandRejected, changing nothing, for an
+    illegal command; a command whose ``cseq`` was already applied is acknowledged, not applied."""
+    with transaction.atomic():
+        match = _locked(match_id)
+        state = match_state(match)
+        seat = _seat_of(match, user, state, command)
+        slot = 0 if match.mode == Match.Mode.HOTSEAT else seat
+        if cseq is not None and cseq <= _last_cseq(match, slot):
+            return Outcome(seq=match.seq, duplicate=True)
+        _check_start_allowed(match, state, seat, command)
+        try:
+            new_state, events = engine.apply(state, seat, command, arrival_ms)
+        except engine.IllegalCommand as exc:
+            if exc.code != "time_over":
+                raise CommandRejected(exc.code, exc.reason) from None
+            new_state, events = engine.apply(state, None, {"type": _expiry_kind(match, state)}, arrival_ms)
+            _commit_change(match, new_state, events, arrival_ms)
+            return Outcome(seq=match.seq, late=True)
+        if cseq is not None:
+            setattr(match, f"cseq{slot}", cseq)
+        _commit_change(match, new_state, events, arrival_ms)
+        return Outcome(seq=match.seq)
+
+
+def _locked(match_id) -> Match:
+    try:
+        return Match.objects.select_for_update().get(pk=match_id)
+    except (Match.DoesNotExist, ValueError, TypeError):
+        raise CommandRejected("no_such_match", "there is no such match") from None
+
+
+def _seat_of(match: Match, user, state: engine.MatchState, command: dict) -> int:
+    seats = match.seats_of(user) if user is not None and user.is_authenticated else []
+    if not seats:
+        raise CommandRejected("not_a_player", "you are not playing in this match")
+    if len(seats) == 1:
+        return seats[0]
+    # Pass-and-play: one user holds both seats and acts for whoever is to act.
+    if isinstance(command, dict) and command.get("seat") in (0, 1):
+        return command["seat"]
+    if state.decider is not None:
+        return state.decider
+    return engine.first_to_act(state) if state.phase in READY_PHASES else 0
+
+
+def _last_cseq(match: Match, slot: int) -> int:
+    return match.cseq0 if slot == 0 else match.cseq1
+
+
+def _check_start_allowed(match: Match, state, seat: int, command) -> None:
+    """Start / Continue sets the first player's clock running, so that player presses it."""
+    if not isinstance(command, dict) or command.get("type") != "start" or state.phase not in READY_PHASES:
+        return
+    if seat != engine.first_to_act(state):
+        raise CommandRejected("not_your_start", "the player who acts first presses Start / Continue")
+
+
+def _expiry_kind(match: Match, state: engine.MatchState) -> str:
+    """A clock that runs out while its player is not connected is an abandonment."""
+    connected = presence.is_connected(str(match.id), state.decider)
+    return "timeout" if connected or match.mode == Match.Mode.HOTSEAT else "abandon"
+
+
+# --- the timeout path ----------------------------------------------------------------------
+
+
+def match_expire(*, match_id, now_ms: int, seq: int | None = None) -> str:
+    """Act on the match's deadline if it has passed at ``now_ms`` (the authority's time): press
+    Start for an absent player, or end the match on time. Idempotent: the Celery task keyed by
+    ``seq`` and the sweeper both call it. A command stamped before the deadline that is still
+    waiting for the lock wins: the expiry then stands back and is retried."""
+    with transaction.atomic():
+        match = _locked(match_id)
+        if match.is_over or match.deadline_ms is None:
+            return "nothing_due"
+        if seq is not None and seq != match.seq:
+            return "stale"
+        if now_ms < match.deadline_ms:
+            return "early"
+        if timekeeping.pending_before(str(match.id), match.deadline_ms, now_ms):
+            return "command_pending"
+        late_by = now_ms - match.deadline_ms
+        if late_by > timekeeping.setting_ms("TIMEOUT_LATE_TOLERANCE_MS", 3_000):
+            fault_record(match=match, kind=TimingFault.Kind.LATE_TIMEOUT,
+                         detail={"deadline_ms": match.deadline_ms, "processed_ms": now_ms, "late_by_ms": late_by})
+        state = match_state(match)
+        if match.deadline_kind == Match.DeadlineKind.START:
+            kind, command = "start", {"type": "start"}
+        else:
+            kind = _expiry_kind(match, state)
+            command = {"type": kind}
+        new_state, events = engine.apply(state, None, command, now_ms)
+        _commit_change(match, new_state, events, now_ms)
+        return kind
+
+
+# --- voiding and timing faults -------------------------------------------------------------
+
+
+def match_void(*, match_id, why: str, now_ms: int) -> Match:
+    """Void the match after a confirmed timing fault: no rating result (a rating change already
+    made is taken back exactly), both players told."""
+    with transaction.atomic():
+        match = _locked(match_id)
+        if match.status == Match.Status.VOID:
+            return match
+        state = match_state(match)
+        at_ms = max(now_ms, state.last_ms or now_ms)  # the faulty authority may have gone back
+        new_state, events = engine.apply(state, None, {"type": "void", "why": why}, at_ms)
+        if match.rated and match.rating_after0 is not None:
+            from accounts.services import rating_revert
+
+            rating_revert(match=match)
+        _commit_change(match, new_state, events, at_ms)
+        return match
+
+
+def fault_record(*, match, kind: str, detail: dict) -> TimingFault:
+    """Record a suspected timing fault; a task re-checks it after commit."""
+    fault = TimingFault.objects.create(match=match, kind=kind, detail=detail)
+    log.warning("suspected timing fault %s in match %s: %s", kind, match.pk, detail)
+    transaction.on_commit(partial(_queue_recheck, fault.pk))
+    return fault
+
+
+def fault_report(*, match_id, kind: str, detail: dict) -> TimingFault | None:
+    """Record a fault seen outside the match lock (by a consumer stamping an arrival)."""
+    with transaction.atomic():
+        match = Match.objects.filter(pk=match_id).first()
+        return None if match is None else fault_record(match=match, kind=kind, detail=detail)
+
+
+def _queue_recheck(fault_id: int) -> None:
+    from .tasks import recheck_fault
+
+    try:
+        recheck_fault.delay(fault_id)
+    except Exception:  # the broker is Redis, which may be the very thing that failed
+        log.exception("could not queue the re-check of timing fault %s; staff can confirm it", fault_id)
+
+
+def fault_confirm(*, fault_id: int, decided_by: str, now_ms: int) -> TimingFault:
+    with transaction.atomic():
+        fault = TimingFault.objects.select_for_update().get(pk=fault_id)
+        if fault.status != TimingFault.Status.SUSPECTED:
+            return fault
+        fault.status = TimingFault.Status.CONFIRMED
+        fault.decided_at = dj_timezone.now()
+        fault.decided_by = decided_by
+        fault.save(update_fields=["status", "decided_at", "decided_by"])
+        match_void(match_id=fault.match_id, why=f"{fault.get_kind_display()} ({fault.kind})", now_ms=now_ms)
+        return fault
+
+
+def fault_dismiss(*, fault_id: int, decided_by: str) -> TimingFault:
+    with transaction.atomic():
+        fault = TimingFault.objects.select_for_update().get(pk=fault_id)
+        if fault.status == TimingFault.Status.SUSPECTED:
+            fault.status = TimingFault.Status.DISMISSED
+            fault.decided_at = dj_timezone.now()
+            fault.decided_by = decided_by
+            fault.save(update_fields=["status", "decided_at", "decided_by"])
+        return fault
+
+
+# --- shared steps --------------------------------------------------------------------------
+
+
+def _commit_change(match: Match, state: engine.MatchState, events: list[dict], now_ms: int) -> None:
+    """Append the events, deal the next round when one ended, store everything, and after
+    commit tell everyone and arm the deadline."""
+    engine.add_events(match.record, state, events)
+    if state.phase == "settled":
+        seed = engine.new_seed()
+        state = engine.next_round(state, engine.deal_from_seed(seed))
+        engine.add_round(match.record, state)
+        match.secret_seed = seed
+    _store(match, state, now_ms)
+    if state.result is not None and match.rated and state.result.reason != "void":
+        from accounts.services import rating_record_result
+
+        rating_record_result(match=match)
+    match.save()
+    transaction.on_commit(partial(_after_commit, match, state, events))
+
+
+def _store(match: Match, state: engine.MatchState, now_ms: int) -> None:
+    match.snapshot = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+    match.seq = state.seq
+    match.status = engine.status_of(state)
+    if state.result is not None:
+        match.winner = state.result.winner
+        match.reason = state.result.reason
+        match.finished_at = match.finished_at or dj_timezone.now()
+        match.deadline_ms, match.deadline_kind = None, ""
+    elif state.phase in READY_PHASES:
+        match.deadline_ms, match.deadline_kind = now_ms + start_grace_ms(match), Match.DeadlineKind.START
+    else:
+        match.deadline_ms, match.deadline_kind = state.deadline_ms, Match.DeadlineKind.DECISION
+
+
+def _after_commit(match: Match, state: engine.MatchState, events: list[dict]) -> None:
+    try:
+        deadlines.arm(str(match.id), match.seq, match.deadline_ms)
+    except Exception:  # the sweeper rebuilds deadlines from the database
+        log.exception("could not arm the deadline of match %s", match.pk)
+    broadcast.publish(match, state, events)

@@ -1,0 +1,70 @@
+"""Celery tasks: thin calls into the match service. Each is idempotent (keyed by the match and
+its event number), so a redelivered or duplicated task does nothing twice."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from celery import shared_task
+from django.conf import settings
+
+from . import deadlines, services, timekeeping
+from .models import Match, TimingFault
+
+log = logging.getLogger(__name__)
+
+PENDING_RETRY_S = 0.05  # a command stamped before the deadline is about to be applied
+CONCLUSIVE_FAULTS = (TimingFault.Kind.LATE_TIMEOUT, TimingFault.Kind.LATE_STAMP, TimingFault.Kind.UNREACHABLE)
+
+
+@shared_task(ignore_result=True)
+def expire_match(match_id: str, seq: int) -> str:
+    """The task armed for one deadline (the sweeper catches the ones that get lost)."""
+    outcome = services.match_expire(match_id=match_id, seq=seq, now_ms=timekeeping.now_ms())
+    if outcome == "early":
+        deadline_ms = Match.objects.filter(pk=match_id).values_list("deadline_ms", flat=True).first()
+        deadlines.schedule(match_id, seq, deadline_ms)
+    elif outcome == "command_pending":
+        expire_match.apply_async((match_id, seq), countdown=PENDING_RETRY_S, expires=600)
+    return outcome
+
+
+@shared_task(ignore_result=True)
+def sweep_deadlines() -> int:
+    """Every second (beat): act on every deadline that has passed, whatever became of its task."""
+    if deadlines.is_missing():
+        deadlines.rebuild()
+    now_ms = timekeeping.now_ms()
+    acted = 0
+    for match_id in deadlines.due(now_ms):
+        outcome = services.match_expire(match_id=match_id, now_ms=now_ms)
+        if outcome in ("nothing_due", "early"):
+            # Redis was out of step with the database: the database wins.
+            deadline_ms = Match.objects.filter(pk=match_id).values_list("deadline_ms", flat=True).first()
+            deadlines.remember(match_id, deadline_ms)
+        else:
+            acted += 1
+    return acted
+
+
+@shared_task(ignore_result=True)
+def recheck_fault(fault_id: int) -> str:
+    """Confirm a suspected fault when its evidence is conclusive; otherwise leave it to staff."""
+    fault = TimingFault.objects.filter(pk=fault_id).first()
+    if fault is None or fault.status != TimingFault.Status.SUSPECTED:
+        return "decided"
+    if fault.kind not in CONCLUSIVE_FAULTS and not _authority_disagrees():
+        return "left_to_staff"
+    services.fault_confirm(fault_id=fault_id, decided_by="auto", now_ms=timekeeping.now_ms_or_wall())
+    return "confirmed"
+
+
+def _authority_disagrees() -> bool:
+    """Does the time authority still disagree with this machine's wall clock?"""
+    try:
+        authority = timekeeping.now_ms()
+    except Exception:
+        return True
+    tolerance = getattr(settings, "TIME_JUMP_TOLERANCE_MS", 1_000)
+    return abs(authority - time.time() * 1000) > tolerance

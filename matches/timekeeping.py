@@ -1,0 +1,109 @@
+"""The one time authority: Redis ``TIME``, in milliseconds since the Unix epoch.
+
+A command's arrival is stamped (and registered as pending for its match) in one atomic Lua
+script, before the command waits for any lock. The timeout path refuses to time a player out
+while a command stamped before the deadline is still pending, so such a command always wins.
+
+Each process also watches the authority against its own monotonic clock and reports what looks
+like a timing fault of the service (see ``ClockWatch``).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from .redis_clients import async_redis, sync_redis
+
+ARRIVALS_KEY = "sbo:arrivals:{match_id}"
+PENDING_TTL_MS = 60_000  # a pending arrival older than this was lost with its process
+
+_STAMP = """
+local t = redis.call('TIME')
+local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], ms, ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return ms
+"""
+
+
+def setting_ms(name: str, default: int) -> int:
+    return int(getattr(settings, name, default))
+
+
+def monotonic_ms() -> float:
+    return time.monotonic() * 1000
+
+
+def authority_ms(redis_time) -> int:
+    seconds, microseconds = redis_time
+    return int(seconds) * 1000 + int(microseconds) // 1000
+
+
+@dataclass
+class Arrival:
+    """A stamped command: ``at_ms`` by the authority, ``lag_ms`` spent getting the stamp."""
+
+    match_id: str
+    token: str
+    at_ms: int
+    lag_ms: float
+
+
+class ClockWatch:
+    """Compares consecutive readings of the authority with this process's monotonic clock: the
+    authority going backwards, or moving more or less than the monotonic clock did, is a
+    suspected fault of the service's timekeeping."""
+
+    def __init__(self):
+        self.last: tuple[int, float] | None = None
+
+    def observe(self, authority: int, monotonic: float) -> tuple[str, dict] | None:
+        last, self.last = self.last, (authority, monotonic)
+        if last is None:
+            return None
+        moved, elapsed = authority - last[0], monotonic - last[1]
+        tolerance = setting_ms("TIME_JUMP_TOLERANCE_MS", 1_000)
+        detail = {"authority_moved_ms": moved, "monotonic_elapsed_ms": round(elapsed, 1)}
+        if moved < -tolerance:
+            return "backwards", detail
+        if abs(moved - elapsed) > tolerance:
+            return "jump", detail
+        return None
+
+
+WATCH = ClockWatch()
+
+
+def now_ms() -> int:
+    """The authority's time, for the timeout path and the sweeper."""
+    return authority_ms(sync_redis().time())
+
+
+def now_ms_or_wall() -> int:
+    """The authority's time, or this machine's wall clock when the authority cannot be read
+    (voiding a match for a timing fault must work even then)."""
+    try:
+        return now_ms()
+    except Exception:
+        return int(time.time() * 1000)
+
+
+async def stamp_arrival(match_id: str) -> Arrival:
+    """Stamp a command's arrival and register it as pending for its match."""
+    token = uuid.uuid4().hex
+    started = monotonic_ms()
+    at_ms = await async_redis().eval(_STAMP, 1, ARRIVALS_KEY.format(match_id=match_id), token, PENDING_TTL_MS)
+    return Arrival(match_id, token, int(at_ms), monotonic_ms() - started)
+
+
+async def release_arrival(arrival: Arrival) -> None:
+    await async_redis().zrem(ARRIVALS_KEY.format(match_id=arrival.match_id), arrival.token)
+
+
+def pending_before(match_id: str, deadline_ms: int, now: int) -> int:
+    """How many commands stamped before ``deadline_ms`` (and not lost) are still pending."""
+    return sync_redis().zcount(ARRIVALS_KEY.format(match_id=match_id), now - PENDING_TTL_MS, deadline_ms - 1)
