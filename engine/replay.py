@@ -108,6 +108,9 @@ class _Auditor:
             if self.state.round_over and round_record.get("seed") is None:
                 self.problem("the round is over but its seed was not revealed")
         self.round_no = None
+        if self.state is None:
+            self.problem("the record has no rounds")
+            raise _Stop
         self._result()
 
     def _deal(self, round_record: dict) -> Deal:
@@ -140,6 +143,9 @@ class _Auditor:
     def _events(self, events: list[dict]) -> None:
         pending: list[dict] = []
         for event in events:
+            if not isinstance(event, dict):
+                self.problem(f"an event is not an object: {event!r}")
+                raise _Stop
             if pending:
                 self._compare(pending.pop(0), event)
                 continue
