@@ -1,0 +1,268 @@
+"""The record of a match (ARCHIVE.md): replayed through the rules, a good record checks clean and
+a corrupted one is caught, with the seat, the event and what was expected."""
+
+import json
+
+import pytest
+
+from engine import ReplayError, audit, replay
+from engine.replay import Problem
+
+from .records import events_of, hand_before, pool
+
+
+def first_play_of_a_turn(record):
+    """A play that is the first decision of its turn (no draw before it) on a non-empty layout."""
+    for round_record, index, event in events_of(record):
+        before = round_record["events"][index - 1]
+        if event["type"] == "play" and event["place"] is not None and before["type"] != "draw":
+            return round_record, index, event
+    return None
+
+
+def play_after_a_draw(record):
+    for round_record, index, event in events_of(record):
+        if event["type"] == "play" and index and round_record["events"][index - 1]["type"] == "draw":
+            return round_record, index, event
+    return None
+
+
+# --- the corruptions: each edits a record in place, or raises StopIteration finding no spot ------
+
+
+def wrong_points(record):
+    _, _, event = next(e for e in events_of(record) if e[2]["type"] == "play" and e[2]["points"])
+    event["points"] += 5
+
+
+def wrong_balance(record):
+    _, _, event = next(e for e in events_of(record) if e[2]["type"] == "play")
+    event["balances"][0] += 5
+
+
+def wrong_bank(record):
+    _, _, event = next(e for e in events_of(record) if e[2]["type"] == "play")
+    event["banks_ms"][1] -= 1
+
+
+def wrong_ends(record):
+    _, _, event = next(e for e in events_of(record) if e[2]["type"] == "play")
+    event["ends"] += 1
+
+
+def illegal_placement(record):
+    _, _, event = first_play_of_a_turn(record)
+    event["place"] = {"tile": event["tile"], "side": "high"}
+
+
+def mismatched_halves(record):
+    round_record, index, event = first_play_of_a_turn(record)
+    placed = {tuple(e["tile"]) for e in round_record["events"][:index] if e["type"] == "play"}
+    spot = event["place"]
+    value = next(v for v in range(7) if v not in event["tile"])
+    event["tile"] = next([a, b] for a, b in [sorted((value, x)) for x in range(7)] if (a, b) not in placed)
+    event["place"] = spot
+
+
+def illegal_draw(record):
+    round_record, index, event = first_play_of_a_turn(record)
+    round_record["events"][index] = {**{k: event[k] for k in ("seq", "seat", "at_ms")}, "type": "draw", "tile": [0, 0]}
+
+
+def draw_again_after_a_fitting_draw(record):
+    round_record, index, event = play_after_a_draw(record)
+    round_record["events"][index] = {**{k: event[k] for k in ("seq", "seat", "at_ms")}, "type": "draw", "tile": [0, 0]}
+
+
+def another_tile_after_a_fitting_draw(record):
+    round_record, index, event = play_after_a_draw(record)
+    hand = hand_before(round_record, index, event["seat"])
+    event["tile"] = next(t for t in hand if t != event["tile"])
+
+
+def not_the_rank_opening_tile(record):
+    for round_record in record["rounds"]:
+        if round_record["opening"] == "rank":
+            index, event = next((i, e) for i, e in enumerate(round_record["events"]) if e["type"] == "play")
+            hand = hand_before(round_record, index, event["seat"])
+            if len(hand) > 1:
+                event["tile"] = next(t for t in hand if t != event["tile"])
+                return
+    raise StopIteration
+
+
+def wrong_opener(record):
+    round_record = record["rounds"][0]
+    index, event = next((i, e) for i, e in enumerate(round_record["events"]) if e["type"] == "play")
+    event["seat"] = 1 - event["seat"]
+    event["tile"] = hand_before(round_record, index, event["seat"])[0]
+
+
+def wrong_opening_kind(record):
+    record["rounds"][0]["opening"] = "auction"
+
+
+def wrong_jockey(record):
+    round_record = next(r for r in record["rounds"] if r["jockey"] is not None)
+    round_record["jockey"] = 1 - round_record["jockey"]
+
+
+def wrong_payment(record):
+    _, _, event = next(e for e in events_of(record) if e[2]["type"] == "accept" and not e[2].get("auto"))
+    event["paid"] += 5
+
+
+def wrong_winner(record):
+    record["result"]["winner"] = 1 - record["result"]["winner"]
+
+
+def wrong_reason(record):
+    record["result"]["reason"] = "resign"
+
+
+def wrong_status(record):
+    record["status"] = "live"
+
+
+def wrong_final_balances(record):
+    record["balances"] = list(reversed(record["balances"])) if record["balances"][0] != 150 else [145, 155]
+
+
+def tampered_seed(record):
+    seed = record["rounds"][0]["seed"]
+    record["rounds"][0]["seed"] = ("0" if seed[0] != "0" else "1") + seed[1:]
+
+
+def tampered_commitment(record):
+    commitment = record["rounds"][0]["commitment"]
+    record["rounds"][0]["commitment"] = ("0" if commitment[0] != "0" else "1") + commitment[1:]
+
+
+def deal_not_from_seed(record):
+    hands = record["rounds"][0]["hands"]
+    hands[0][0], hands[1][0] = hands[1][0], hands[0][0]
+
+
+def missing_auto_pass(record):
+    for round_record, index, event in events_of(record):
+        if event["type"] == "pass":
+            del round_record["events"][index]
+            return
+    raise StopIteration
+
+
+def unexpected_pass(record):
+    round_record, index, event = first_play_of_a_turn(record)
+    round_record["events"].insert(index, {"seq": event["seq"], "type": "pass", "seat": event["seat"], "at_ms": event["at_ms"], "auto": True})
+
+
+def unexpected_auto_play(record):
+    _, _, event = first_play_of_a_turn(record)
+    event["auto"] = True
+
+
+CORRUPTIONS = [
+    (wrong_points, "play: points should be"),
+    (wrong_balance, "play: balances should be"),
+    (wrong_bank, "play: banks_ms should be"),
+    (wrong_ends, "play: ends should be"),
+    (illegal_placement, "(place_not_open)"),
+    (mismatched_halves, "(halves_do_not_match)"),
+    (illegal_draw, "draw is illegal here: you can play, so you may not draw (can_play)"),
+    (draw_again_after_a_fitting_draw, "(must_play_drawn)"),
+    (another_tile_after_a_fitting_draw, "(must_play_drawn)"),
+    (not_the_rank_opening_tile, "(wrong_opening_tile)"),
+    (wrong_opener, "(not_your_turn)"),
+    (wrong_opening_kind, "opening: expected 'rank', recorded 'auction'"),
+    (wrong_jockey, "jockey: expected"),
+    (wrong_payment, "accept: paid should be"),
+    (wrong_winner, "result: expected"),
+    (wrong_reason, "result: expected"),
+    (wrong_status, "status: expected 'finished', recorded 'live'"),
+    (wrong_final_balances, "balances: expected"),
+    (tampered_seed, "the seed does not match the commitment"),
+    (tampered_commitment, "the seed does not match the commitment"),
+    (deal_not_from_seed, "the deal does not follow from the seed"),
+    (missing_auto_pass, "pass"),
+    (unexpected_pass, "unexpected pass: the rules did not call for it here"),
+    (unexpected_auto_play, "unexpected play"),
+]
+
+
+def corrupted(corruption) -> tuple[dict, list[Problem]]:
+    """The first simulated record the corruption applies to, corrupted, and its problems."""
+    for record in pool():
+        try:
+            corruption(record)
+        except (StopIteration, TypeError):
+            continue
+        return record, audit(record)[1]
+    raise AssertionError(f"no simulated record to corrupt with {corruption.__name__}")
+
+
+def test_every_simulated_record_checks_clean():
+    for record in pool():
+        state, problems = audit(record)
+        assert problems == []
+        assert state.phase == "finished"
+
+
+@pytest.mark.parametrize("corruption, message", CORRUPTIONS, ids=[c.__name__ for c, _ in CORRUPTIONS])
+def test_a_corrupted_record_is_caught(corruption, message):
+    record, problems = corrupted(corruption)
+    assert any(message in str(problem) for problem in problems), problems
+    with pytest.raises(ReplayError) as caught:
+        replay(record)
+    assert caught.value.problems == problems
+
+
+def test_a_problem_names_the_round_the_event_the_seat_and_what_was_expected():
+    _, problems = corrupted(wrong_points)
+    problem = problems[0]
+    assert problem.round is not None and problem.seq is not None and problem.seat in (0, 1)
+    assert str(problem).startswith(f"round {problem.round}, event {problem.seq}, seat {problem.seat}: play: points")
+
+
+def test_a_problem_of_the_whole_match_says_so():
+    assert str(Problem(None, None, None, "status: expected 'finished'")) == "match: status: expected 'finished'"
+
+
+def first_round_cut_before_its_last_play(record):
+    events = record["rounds"][0]["events"]
+    last_play = max(i for i, e in enumerate(events) if e["type"] == "play")
+    del events[last_play:]
+
+
+STRUCTURE = [
+    (lambda r: r["rounds"][0].update(hands=None), "the round's hands are withheld"),
+    (lambda r: r["rounds"][0]["boneyard"].append(r["rounds"][0]["hands"][0].pop()), "each player is dealt exactly 7 tiles"),
+    (lambda r: r["rounds"][0]["boneyard"].__setitem__(0, [6, 6]) or r["rounds"][0]["hands"][0].__setitem__(0, [6, 6]),
+     "the hands and the boneyard are not the double-six set"),
+    (lambda r: r["rounds"][0].update(seed=None), "the round is over but its seed was not revealed"),
+    (lambda r: r["rounds"][0]["events"].pop(), "missing settle event (expected {'seq'"),
+    (first_round_cut_before_its_last_play, "a new round is dealt before the previous one ended"),
+    (lambda r: r.pop("clock"), "malformed record: KeyError('clock')"),
+    (lambda r: r["rounds"][0]["events"][1].update(at_ms="soon"), "(bad_time)"),
+    (lambda r: r["rounds"][0].update(seed="xyz"), "malformed record: ValueError"),
+    (lambda r: r["rounds"].clear(), "the record has no rounds"),
+]
+
+
+@pytest.mark.parametrize("corruption, message", STRUCTURE, ids=[m.split(":")[0][:40] for _, m in STRUCTURE])
+def test_a_record_that_cannot_be_followed_is_reported_not_crashed_on(corruption, message):
+    record = next(r for r in pool() if len(r["rounds"]) > 1)
+    corruption(record)
+    _, problems = audit(record)
+    assert any(message in str(problem) for problem in problems), problems
+
+
+def test_a_non_object_where_an_automatic_event_is_due_is_a_problem():
+    record = next(r for r in pool() if len(r["rounds"]) > 1)
+    record["rounds"][0]["events"][-1] = "settle"
+    _, problems = audit(record)
+    assert [str(p) for p in problems] == ["round 1: an event is not an object: 'settle'"]
+
+
+def test_the_match_record_must_be_an_object():
+    _, problems = audit(["not", "a", "record"])
+    assert [p.message.split(":")[0] for p in problems] == ["malformed record"]
