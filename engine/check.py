@@ -26,7 +26,8 @@ def check_files(paths: list[str], out) -> int:
         for number, record in enumerate(load_records(path), start=1):
             checked += 1
             _, problems = audit(record)
-            label = f"{path}#{number} (match {record.get('id')})"
+            match_id = record.get("id") if isinstance(record, dict) else None
+            label = f"{path}#{number} (match {match_id})"
             if problems:
                 broken += 1
                 for problem in problems:
