@@ -32,6 +32,11 @@ def hotseat_viewer(state: engine.MatchState) -> int | None:
     return None
 
 
+def starter(state: engine.MatchState) -> int | None:
+    """The seat that presses Start / Continue now, or None while no one may."""
+    return engine.first_to_act(state) if state.phase in ("ready", "handover") else None
+
+
 def visible_event(event: dict, viewer: int | None) -> dict:
     """A drawn tile is known only to the player who drew it."""
     if event["type"] == "draw" and event["seat"] != viewer:
@@ -51,6 +56,10 @@ def state_message(match: Match, state: engine.MatchState, viewer: int | None, ev
             "players": [{"seat": p["seat"], "username": p["username"]} for p in match.record["players"]],
         },
         "you": viewer,
+        # Who presses Start / Continue (or reveals, in pass-and-play) while the clocks stand:
+        # the view alone cannot tell (it would take the opponent's hand), and a client needs it
+        # to offer the button; it becomes public anyway the moment the clocks run.
+        "starter": starter(state),
         "view": engine.view(state, viewer),
         "events": [visible_event(event, viewer) for event in events],
         "deadline": {"kind": match.deadline_kind or None, "at_ms": match.deadline_ms},
