@@ -43,6 +43,8 @@ INSTALLED_APPS = [
     "channels",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI / Redoc assets served locally (no CDN)
+    "django_filters",
     "accounts",
     "lobby",
     "matches",
@@ -175,6 +177,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "anon": env_str("API_THROTTLE_ANON", "120/min"),
         "user": env_str("API_THROTTLE_USER", "600/min"),
+        "export": env_str("API_THROTTLE_EXPORT", "20/min"),  # NDJSON exports (ScopedRateThrottle)
     },
 }
 
@@ -183,6 +186,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Players, ratings and match archives of Spectacular Bid online.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Security (behind a TLS-terminating load balancer set HTTPS=1) ---------------------------
