@@ -7,9 +7,11 @@ An app adds its routes by importing its own list here and unpacking it into this
 from django.urls import path
 
 from config.consumers import EchoConsumer
+from lobby.routing import websocket_urlpatterns as lobby_routes
 from matches.routing import websocket_urlpatterns as match_routes
 
 websocket_urlpatterns = [
     path("ws/echo/", EchoConsumer.as_asgi()),
     *match_routes,
+    *lobby_routes,
 ]

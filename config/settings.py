@@ -223,3 +223,14 @@ LOGGING = {
         "django": {"handlers": ["stdout"], "level": LOG_LEVEL, "propagate": False},
     },
 }
+
+# --- Accounts and the lobby -----------------------------------------------------------------
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "lobby"
+LOGOUT_REDIRECT_URL = "home"
+# "Play now": pair waiting players as their rating windows widen (lobby/pairing.py).
+CELERY_BEAT_SCHEDULE["lobby-quick-pair"] = {
+    "task": "lobby.tasks.quick_pair",
+    "schedule": 1.0,
+    "options": {"expires": 1.0},
+}

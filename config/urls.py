@@ -1,9 +1,10 @@
 """Site URLs. Apps add theirs with include(), e.g. path("lobby/", include("lobby.urls"))."""
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
+from accounts.urls import account_patterns, site_patterns
 from config.views import HomeView, healthz
 
 urlpatterns = [
@@ -11,4 +12,9 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("admin/", admin.site.urls),
+    path("accounts/", include(account_patterns)),
+    *site_patterns,
+    path("lobby/", include("lobby.urls")),
+    path("i18n/", include("django.conf.urls.i18n")),
+    path("", include("matches.urls")),
 ]

@@ -1,0 +1,9 @@
+"""The lobby's WebSocket route."""
+
+from django.urls import path
+
+from lobby.consumers import LobbyConsumer
+
+websocket_urlpatterns = [
+    path("ws/lobby/", LobbyConsumer.as_asgi()),
+]
