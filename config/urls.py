@@ -2,7 +2,6 @@
 
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
 
 from accounts.urls import account_patterns, site_patterns
 from config.views import HomeView, healthz
@@ -10,7 +9,7 @@ from config.views import HomeView, healthz
 urlpatterns = [
     path("", HomeView.as_view(), name="home"),
     path("healthz", healthz, name="healthz"),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/", include("config.api_urls")),  # the REST API, its schema and docs
     path("admin/", admin.site.urls),
     path("accounts/", include(account_patterns)),
     *site_patterns,

@@ -1,0 +1,29 @@
+"""The REST API, mounted at /api/: players, the match archive, the schema and its docs."""
+
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from accounts.apis import LeaderboardApi, PlayerDetailApi
+from matches.apis import (
+    LiveMatchListApi,
+    MatchDetailApi,
+    MatchListApi,
+    PlayerMatchExportApi,
+    PlayerMatchListApi,
+)
+
+urlpatterns = [
+    path("leaderboard/", LeaderboardApi.as_view(), name="api-leaderboard"),
+    path("players/<str:username>/", PlayerDetailApi.as_view(), name="api-player"),
+    path("players/<str:username>/matches/", PlayerMatchListApi.as_view(), name="api-player-matches"),
+    path(
+        "players/<str:username>/matches/export/",
+        PlayerMatchExportApi.as_view(),
+        name="api-player-matches-export",
+    ),
+    path("matches/", MatchListApi.as_view(), name="api-matches"),
+    path("matches/live/", LiveMatchListApi.as_view(), name="api-matches-live"),
+    path("matches/<uuid:match_id>/", MatchDetailApi.as_view(), name="api-match"),
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+]
