@@ -1,0 +1,247 @@
+"""A client of the match WebSocket (docs/protocol.md) that knows only what its seat is told.
+
+``MatchClient`` keeps the latest state message, every event in order (asking for a resync when
+it sees a gap) and the replies to its commands. ``choose`` picks a decision from a seat's view
+alone: ``random`` among the legal ones, or ``greedy`` (the most points now, by playing each
+candidate on the layout rebuilt from the view). ``play_match`` plays a whole match with them.
+The ``botmatch`` command, the end-to-end tests and load tools share it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from urllib.parse import urlsplit
+
+import websockets
+from engine.bots import points_for
+from engine.layout import Layout, Placement
+from engine.rules import net_payment
+
+RUNNING_PHASES = ("auction", "play")
+STANDING_PHASES = ("ready", "handover")
+GREEDY_TEMPO = 10  # what opening a round is worth beyond its score (as engine.GreedyBot)
+
+
+def ws_url_of(base_url: str, match_id) -> str:
+    """``http://host:port`` (or ``ws://…``) to ``ws://host:port/ws/match/<id>/``."""
+    parts = urlsplit(base_url)
+    scheme = "wss" if parts.scheme in ("https", "wss") else "ws"
+    return f"{scheme}://{parts.netloc}/ws/match/{match_id}/"
+
+
+def origin_of(base_url: str) -> str:
+    parts = urlsplit(base_url)
+    scheme = "https" if parts.scheme in ("https", "wss") else "http"
+    return f"{scheme}://{parts.netloc}"
+
+
+class MatchClient:
+    """One WebSocket connection to one match."""
+
+    def __init__(self, ws, *, name: str = ""):
+        self.ws = ws
+        self.name = name
+        self.messages: list[dict] = []  # everything received, in order
+        self.state: dict | None = None  # the latest state message
+        self.seq = 0  # the number of the last event this client has accounted for
+        self.events: list[dict] = []  # every event seen since connecting, in order
+        self.gaps = 0  # how many times a gap was seen (and a resync asked for)
+        self.cseq = 0
+        self.closed = False
+        self.close_code: int | None = None
+        self._changed = asyncio.Condition()
+        self._reader = asyncio.create_task(self._read())
+
+    @classmethod
+    async def connect(cls, base_url: str, match_id, *, sessionid: str | None = None, name: str = "") -> MatchClient:
+        headers = {"Cookie": f"sessionid={sessionid}"} if sessionid else {}
+        ws = await websockets.connect(
+            ws_url_of(base_url, match_id), origin=origin_of(base_url), additional_headers=headers,
+            open_timeout=10, max_size=2**22,
+        )  # fmt: skip
+        return cls(ws, name=name)
+
+    # --- receiving ---------------------------------------------------------------------
+
+    async def _read(self) -> None:
+        try:
+            async for raw in self.ws:
+                message = json.loads(raw)
+                if message.get("type") == "state":
+                    await self._on_state(message)
+                async with self._changed:
+                    self.messages.append(message)
+                    self._changed.notify_all()
+        except websockets.ConnectionClosed:
+            pass
+        finally:
+            self.close_code = self.ws.close_code
+            async with self._changed:
+                self.closed = True
+                self._changed.notify_all()
+
+    async def _on_state(self, message: dict) -> None:
+        events = message["events"]
+        if self.state is None and not events:
+            self.seq = message["seq"]  # the first state: what came before is history
+        elif events and events[0]["seq"] > self.seq + 1:
+            # The channel layer dropped a message: ask for everything after what we saw.
+            self.gaps += 1
+            await self.send({"type": "sync", "last_seq": self.seq})
+            return
+        for event in events:
+            if event["seq"] > self.seq:
+                self.events.append(event)
+                self.seq = event["seq"]
+        if self.state is None or message["seq"] >= self.state["seq"]:
+            self.state = message
+            self.seq = max(self.seq, message["seq"])
+
+    async def wait_for(self, predicate, timeout: float = 10.0):
+        """Wait until ``predicate(self)`` is truthy (checked on every message) and return it."""
+
+        async def waiting():
+            async with self._changed:
+                while True:
+                    value = predicate(self)
+                    if value:
+                        return value
+                    if self.closed:
+                        raise ConnectionError(f"{self.name}: closed ({self.close_code}) while waiting")
+                    await self._changed.wait()
+
+        return await asyncio.wait_for(waiting(), timeout)
+
+    def replies_to(self, cseq: int) -> list[dict]:
+        return [m for m in self.messages if m.get("type") in ("ack", "error") and m.get("cseq") == cseq]
+
+    # --- sending -----------------------------------------------------------------------
+
+    async def send(self, message: dict) -> None:
+        await self.ws.send(json.dumps(message))
+
+    async def command(self, command: dict, *, cseq: int | None = None, timeout: float = 10.0) -> dict:
+        """Send a command with the next ``cseq`` (or the one given) and return its ack or error."""
+        if cseq is None:
+            self.cseq += 1
+            cseq = self.cseq
+        seen = len(self.replies_to(cseq))
+        await self.send({**command, "cseq": cseq})
+        replies = await self.wait_for(lambda c: c.replies_to(cseq)[seen:], timeout)
+        return replies[0]
+
+    async def close(self) -> None:
+        await self.ws.close()
+        await self._reader
+
+    # --- reading the state -------------------------------------------------------------
+
+    @property
+    def view(self) -> dict | None:
+        return None if self.state is None else self.state["view"]
+
+    @property
+    def seat(self) -> int | None:
+        return None if self.state is None else self.state["you"]
+
+    @property
+    def over(self) -> bool:
+        return self.state is not None and self.state["view"]["result"] is not None
+
+    def my_turn(self) -> bool:
+        """Is there something this seat should do now (press Start, or decide)?"""
+        if self.state is None or self.over or self.seat is None:
+            return False
+        view = self.view
+        if view["phase"] in STANDING_PHASES:
+            return self.state.get("starter") == self.seat
+        return view["phase"] in RUNNING_PHASES and view["to_act"] == self.seat
+
+
+# --- choosing from a view ----------------------------------------------------------------
+
+
+def layout_from_view(layout: dict) -> Layout:
+    """The engine's layout rebuilt from the public ``view["layout"]`` (no secrets needed)."""
+    placements = tuple(
+        Placement(tuple(t["tile"]), None if t["place"] is None else (tuple(t["place"]["tile"]), t["place"]["side"]),
+                  t["joined"])
+        for t in layout["tiles"]
+    )  # fmt: skip
+    open_places = tuple((tuple(p["tile"]), p["side"], p["value"]) for p in layout["places"])
+    spinner = None if layout["spinner"] is None else tuple(layout["spinner"])
+    return Layout(placements, open_places, spinner)
+
+
+def play_options(view: dict) -> list[tuple[list, dict | None]]:
+    return [(option["tile"], place) for option in view["legal"]["plays"] for place in option["places"]]
+
+
+def choose(view: dict, strategy: str, rng: random.Random) -> dict:
+    """A decision for the seat whose view this is (it must be that seat's turn)."""
+    if strategy not in ("random", "greedy"):
+        raise ValueError(f"no strategy {strategy!r}")
+    legal = view["legal"]
+    if view["phase"] == "auction":
+        return _greedy_bid(view) if strategy == "greedy" else _random_bid(legal, rng)
+    options = play_options(view)
+    if not options:
+        return {"type": "draw"}
+    if strategy == "random":
+        tile, place = rng.choice(options)
+    else:
+        layout = layout_from_view(view["layout"])
+        tile, place = max(options, key=lambda option: _play_value(layout, *option))
+    return {"type": "play", "tile": tile, "place": place}
+
+
+def _play_value(layout: Layout, tile: list, place: dict | None) -> tuple:
+    tile = tuple(tile)
+    if place is None:
+        after = layout.open_with(tile)
+    else:
+        spot = (tuple(place["tile"]), place["side"])
+        after = layout.play(tile, spot, layout.open_value(spot))
+    return (points_for(after.end_total()), tile[0] + tile[1], tile)
+
+
+def _random_bid(legal: dict, rng: random.Random) -> dict:
+    offers = legal["offer"]
+    if offers and rng.random() < 0.5:
+        return {"type": "offer", "amount": rng.randrange(offers["min"], offers["max"] + 1, offers["step"])}
+    return {"type": "waive" if legal["waive"] else "accept"}
+
+
+def _greedy_bid(view: dict) -> dict:
+    """Offer what opening is worth to this hand (never the whole balance), else waive/accept."""
+    legal, seat = view["legal"], view["seat"]
+    worth = GREEDY_TEMPO + max(points_for(Layout().open_with(tuple(t)).end_total()) for t in view["hand"])
+    offers = legal["offer"]
+    if offers:
+        for amount in range(offers["min"], offers["max"] + 1, offers["step"]):
+            cost = net_payment(view["jockey"], seat, amount)
+            if cost < view["balances"][seat] and cost <= worth:
+                return {"type": "offer", "amount": amount}
+    return {"type": "waive" if legal["waive"] else "accept"}
+
+
+async def play_match(client: MatchClient, *, strategy: str = "random", rng: random.Random | None = None,
+                     pace_ms: int = 0, timeout: float = 60.0) -> dict:
+    """Play the client's seat until the match is over; returns the last state message.
+    ``pace_ms`` is a pause before each decision (a person's thinking time)."""
+    rng = rng or random.Random()
+    acted_at = None  # the event number at which this seat last acted
+    while True:
+        await client.wait_for(lambda c: c.over or (c.my_turn() and c.state["seq"] != acted_at), timeout)
+        if client.over:
+            return client.state
+        acted_at = client.state["seq"]
+        if pace_ms:
+            await asyncio.sleep(pace_ms / 1000)
+        if client.view["phase"] in STANDING_PHASES:
+            command = {"type": "start"}
+        else:
+            command = choose(client.view, strategy, rng)
+        await client.command(command, timeout=timeout)
