@@ -7,6 +7,7 @@ import secrets
 
 import redis
 from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection
@@ -82,7 +83,8 @@ async def _outcome(awaitable, timeout_s: float) -> tuple[dict, object]:
 async def run_checks(*, now_s: float) -> dict:
     """All checks at once; the report names each part and whether it failed."""
     (database, _), (redis_part, heartbeat), (layer, _) = await asyncio.gather(
-        _outcome(sync_to_async(check_database)(), 3.0),
+        # database_sync_to_async closes the worker thread's connection when done.
+        _outcome(database_sync_to_async(check_database)(), 3.0),
         _outcome(sync_to_async(check_redis, thread_sensitive=False)(now_s=now_s), 3.0),
         _outcome(check_channel_layer(), CHANNEL_LAYER_TIMEOUT_S),
     )
