@@ -1,0 +1,113 @@
+// The match WebSocket: reconnects by itself (hello with the last seen seq), asks for a resync
+// when a numbered message is missing, numbers commands (cseq, kept per match in
+// sessionStorage) and estimates the server's clock offset from ping/pong round trips.
+
+const PING_EVERY_MS = 5_000;
+const BACKOFF_MS = [250, 500, 1_000, 2_000, 4_000];
+
+export class Connection {
+  constructor(matchId, handlers) {
+    this.matchId = matchId;
+    this.handlers = handlers;
+    this.ws = null;
+    this.lastSeq = null;
+    this.offsetMs = 0; // server time − local time
+    this.bestRtt = Infinity;
+    this.attempt = 0;
+    this.pingTimer = null;
+    this.cseqKey = `sb-cseq-${matchId}`;
+    window.addEventListener("online", () => this.reconnectNow());
+  }
+
+  url() {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    return `${scheme}://${location.host}/ws/match/${this.matchId}/`;
+  }
+
+  open() {
+    this.status(this.lastSeq === null ? "connecting" : "reconnecting");
+    const ws = new WebSocket(this.url());
+    this.ws = ws;
+    ws.addEventListener("open", () => {
+      this.attempt = 0;
+      this.status("connected");
+      if (this.lastSeq !== null) this.sendRaw({ type: "hello", last_seq: this.lastSeq });
+      this.ping();
+      clearInterval(this.pingTimer);
+      this.pingTimer = setInterval(() => this.ping(), PING_EVERY_MS);
+    });
+    ws.addEventListener("message", (event) => this.receive(JSON.parse(event.data)));
+    ws.addEventListener("close", () => {
+      if (this.ws !== ws) return;
+      clearInterval(this.pingTimer);
+      this.status(navigator.onLine === false ? "offline" : "reconnecting");
+      const wait = BACKOFF_MS[Math.min(this.attempt, BACKOFF_MS.length - 1)];
+      this.attempt += 1;
+      this.retry = setTimeout(() => this.open(), wait);
+    });
+  }
+
+  reconnectNow() {
+    if (this.ws && this.ws.readyState === WebSocket.OPEN) return;
+    clearTimeout(this.retry);
+    this.open();
+  }
+
+  status(name) {
+    this.handlers.onStatus(name);
+  }
+
+  sendRaw(message) {
+    if (this.ws && this.ws.readyState === WebSocket.OPEN) {
+      this.ws.send(JSON.stringify(message));
+      return true;
+    }
+    return false;
+  }
+
+  ping() {
+    this.sendRaw({ type: "ping", t: performance.now() });
+  }
+
+  nextCseq() {
+    // Monotonic across reloads (sessionStorage) and new tabs (never below the wall clock).
+    const stored = Number(sessionStorage.getItem(this.cseqKey) || 0);
+    const next = Math.max(stored + 1, Date.now());
+    sessionStorage.setItem(this.cseqKey, String(next));
+    return next;
+  }
+
+  command(command) {
+    if (!this.sendRaw({ ...command, cseq: this.nextCseq() })) {
+      this.handlers.onError({ code: "offline", reason: "not connected" });
+    }
+  }
+
+  receive(msg) {
+    if (msg.type === "pong") {
+      const rtt = performance.now() - msg.t;
+      if (typeof msg.server_ms === "number" && rtt <= this.bestRtt * 1.5) {
+        this.bestRtt = Math.min(this.bestRtt, rtt);
+        this.offsetMs = msg.server_ms + rtt / 2 - Date.now();
+      }
+      return;
+    }
+    if (msg.type === "error") {
+      this.handlers.onError(msg);
+      return;
+    }
+    if (msg.type !== "state") return;
+    const events = msg.events || [];
+    if (!msg.resync && this.lastSeq !== null) {
+      if (msg.seq <= this.lastSeq) return; // already seen
+      if (events.length && events[0].seq !== this.lastSeq + 1) {
+        // A broadcast went missing: ask for everything after what we saw.
+        this.sendRaw({ type: "sync", last_seq: this.lastSeq });
+        return;
+      }
+    }
+    const fresh = this.lastSeq === null ? [] : events.filter((e) => e.seq > this.lastSeq);
+    this.lastSeq = Math.max(this.lastSeq ?? 0, msg.seq);
+    this.handlers.onState(msg, fresh);
+  }
+}
