@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from accounts import elo
+from accounts.models import User
 from lobby.models import Challenge, QuickEntry, Seek
 from matches.models import Match
 from matches.selectors import live_match_for
@@ -56,7 +57,7 @@ def personal_state(user) -> dict:
     )
     entry = QuickEntry.objects.filter(user=user).first()
     live = live_match_for(user)
-    fresh = type(user).objects.get(pk=user.pk)
+    fresh = User.objects.get(pk=user.pk)
     return {
         "type": "personal",
         "me": {**_player(fresh), "on_ladder": fresh.on_ladder},
