@@ -18,7 +18,7 @@ test: $(STAMP)
 	$(PY) scripts/devserver.py test
 
 bench: $(STAMP)
-	$(PY) benchmarks/run.py
+	$(PY) -m benchmarks.run
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
