@@ -109,6 +109,7 @@ function render() {
   if (!msg) return;
   const view = msg.view;
   document.body.dataset.phase = view.phase;
+  document.body.dataset.seq = String(view.seq);
   $("round-no").textContent = t("round", { round: view.round });
   renderSeats(view);
   renderBoardArea(view);

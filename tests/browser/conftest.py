@@ -1,4 +1,10 @@
-"""Browser tests: Playwright on the machine's Chromium (CHROMIUM_PATH, set by make test)."""
+"""Browser tests: Playwright on the machine's Chromium (CHROMIUM_PATH, set by make test).
+
+- `servers`: a real Daphne and a real Celery worker on the test database (use with
+  `transactional_db`, which the fixture requests, so the servers see the test's rows).
+- `new_page(**context_options)`: a page in a fresh browser context (one per player).
+- `Driver` (tests/browser/driver.py) plays a seat by clicking in its page.
+"""
 
 import os
 
@@ -22,3 +28,23 @@ def browser_type_launch_args(browser_type_launch_args):
             "--disable-sync",
         ],
     }
+
+
+@pytest.fixture
+def servers(daphne_server, celery_worker_process, transactional_db):
+    return daphne_server
+
+
+@pytest.fixture
+def new_page(browser):
+    contexts = []
+
+    def make(**options):
+        context = browser.new_context(**{"viewport": {"width": 1280, "height": 860}, **options})
+        context.set_default_timeout(15_000)
+        contexts.append(context)
+        return context.new_page()
+
+    yield make
+    for context in contexts:
+        context.close()

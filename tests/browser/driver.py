@@ -1,0 +1,136 @@
+"""Playing a seat of a live match by clicking in its page, as a person would.
+
+The test decides *what* to play from the match's engine state in the database (the test owns
+the database the servers use); the page is only ever driven through its controls.
+"""
+
+from __future__ import annotations
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+from playwright.sync_api import Page, expect
+
+import engine
+from engine.bots import points_for
+from engine.legal import legal_plays
+from matches.models import Match
+from matches.selectors import match_state
+from tests.support import wait_until
+
+
+def off_the_loop(function, **kwargs):
+    """Call ``function`` in a fresh thread: Playwright's event loop runs in this one, and the
+    match service's after-commit broadcast (async_to_sync) may not run beside it."""
+    from django.db import connection
+
+    with ThreadPoolExecutor(1) as pool:
+        def call():
+            try:
+                return function(**kwargs)
+            finally:
+                connection.close()
+
+        return pool.submit(call).result()
+
+
+def tile_key(tile) -> str:
+    return f"{tile[0]}-{tile[1]}"
+
+
+def place_key(place) -> str:
+    return "open" if place is None else f"{tile_key(place[0])}:{place[1]}"
+
+
+def current(match_id) -> tuple[Match, engine.MatchState]:
+    match = Match.objects.get(pk=match_id)
+    return match, match_state(match)
+
+
+def wait_for_seq(page: Page, seq: int) -> None:
+    expect(page.locator("body")).to_have_attribute("data-seq", str(seq))
+
+
+def wait_for_change(match_id, seq: int) -> None:
+    wait_until(
+        lambda: Match.objects.get(pk=match_id).seq != seq,
+        15,
+        message="the server to apply the command",
+    )
+
+
+def choose_play(state: engine.MatchState, seat: int, *, best: bool):
+    """The play that scores most (``best``) or least, heaviest tile first either way."""
+    layout = state.layout
+
+    def value(option):
+        tile, place = option
+        after = (
+            layout.open_with(tile)
+            if place is None
+            else layout.play(tile, place, layout.open_value(place))
+        )
+        score = points_for(after.end_total())
+        return (score if best else -score, sum(tile))
+
+    return max(legal_plays(state, seat), key=value)
+
+
+def click_play(
+    page: Page, state: engine.MatchState, seat: int, tile, place, *, via: str = "button"
+) -> None:
+    """Choose the tile in the hand, then (if it fits more than one place) the place."""
+    places = [p for t, p in legal_plays(state, seat) if t == tile]
+    page.locator(f'#hand .hand-tile[data-tile="{tile_key(tile)}"]').click()
+    if len(places) == 1:
+        return  # one action plays a tile that fits only one place
+    if via == "dot":
+        page.locator(f'#board .place-dot[data-place="{place_key(place)}"]').click()
+    elif via == "keyboard":
+        button = page.locator(f'#places .place-button[data-place="{place_key(place)}"]')
+        button.focus()
+        page.keyboard.press("Enter")
+    else:
+        page.locator(f'#places .place-button[data-place="{place_key(place)}"]').click()
+
+
+def act(
+    page: Page, match: Match, state: engine.MatchState, seat: int, *, winner: int, step: int
+) -> None:
+    """One decision of ``seat``: the winner plays greedily, the loser as badly as it may and, in
+    the auction, offers its whole balance (which, accepted, ends the match on points)."""
+    if state.phase == "auction":
+        offer = state.auction.offer
+        if seat == winner:
+            if offer is None and page.locator("#offer-submit").is_visible():
+                page.locator("#offer-amount").select_option(index=0)
+                page.locator("#offer-submit").click()
+            elif offer is None:
+                page.locator("#waive").click()
+            else:
+                page.locator("#accept").click()
+        else:
+            if page.locator("#offer-submit").is_visible():
+                options = page.locator("#offer-amount option")
+                page.locator("#offer-amount").select_option(index=options.count() - 1)
+                page.locator("#offer-submit").click()
+            elif offer is None:
+                page.locator("#waive").click()
+            else:
+                page.locator("#accept").click()
+        return
+    if not legal_plays(state, seat):
+        expect(page.locator("#draw")).to_be_visible()
+        page.locator("#draw").click()
+        return
+    expect(page.locator("#draw")).to_be_hidden()
+    tile, place = choose_play(state, seat, best=seat == winner)
+    click_play(page, state, seat, tile, place, via=("button", "dot", "keyboard")[step % 3])
+
+
+def settlement_shown(page: Page, round_no: int) -> None:
+    overlay = page.locator("#overlay")
+    expect(overlay).to_have_attribute("data-kind", "settlement")
+    expect(overlay).to_contain_text(
+        re.compile(rf"Round {round_no} settled|Runda {round_no} rozliczona")
+    )
