@@ -13,6 +13,9 @@ from django.core.exceptions import ImproperlyConfigured
 
 # Seconds: a dead Redis must turn into a fast error (healthz answers 503 quickly).
 REDIS_SOCKET_TIMEOUT_S = 1.0
+# The channel layer's receive blocks in BZPOPMIN for up to 5 s (channels-redis brpop_timeout):
+# a read timeout below that kills every consumer left idle for a second.
+CHANNEL_LAYER_SOCKET_TIMEOUT_S = 10.0
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -82,7 +85,7 @@ def redis_channel_layers(redis_url: str) -> dict:
                 "hosts": [
                     {
                         "address": redis_url,
-                        "socket_timeout": REDIS_SOCKET_TIMEOUT_S,
+                        "socket_timeout": CHANNEL_LAYER_SOCKET_TIMEOUT_S,
                         "socket_connect_timeout": REDIS_SOCKET_TIMEOUT_S,
                     }
                 ],
