@@ -3,28 +3,20 @@
 from __future__ import annotations
 
 import json
+import re
 
 from engine import view
 from engine.state import MatchState
 
 # Lists of two small numbers that are not tiles.
-NUMBER_PAIRS = {"hand_counts", "balances", "banks_ms", "pips"}
+NUMBER_PAIRS = re.compile(r'"(?:hand_counts|balances|banks_ms|pips)": \[[^\]]*\]')
+TILE = re.compile(r"\[(\d), (\d)\]")
 
 
-def tiles_in(value, key=None) -> set:
-    """Every ``[a, b]`` with halves 0..6 in a view, outside the keys known to hold numbers."""
-    found = set()
-    if key in NUMBER_PAIRS:
-        return found
-    if isinstance(value, dict):
-        for k, v in value.items():
-            found |= tiles_in(v, k)
-    elif isinstance(value, list):
-        if len(value) == 2 and all(type(x) is int and 0 <= x <= 6 for x in value):
-            found.add(tuple(value))
-        for item in value:
-            found |= tiles_in(item, key)
-    return found
+def tiles_in(seen: dict | str) -> set:
+    """Every ``[a, b]`` of single digits in a view (or its JSON), outside the number pairs."""
+    text = seen if isinstance(seen, str) else json.dumps(seen)
+    return {(int(a), int(b)) for a, b in TILE.findall(NUMBER_PAIRS.sub("", text))}
 
 
 def assert_view_hides_secrets(state: MatchState, seat) -> dict:
@@ -35,7 +27,7 @@ def assert_view_hides_secrets(state: MatchState, seat) -> dict:
     shows_hand = seat is not None and state.phase != "handover"
     own = set(state.hands[seat]) if shows_hand else set()
     assert seen["hand"] == ([list(t) for t in state.hands[seat]] if shows_hand else None)
-    assert tiles_in(seen) <= {p.tile for p in state.layout.placements} | own
+    assert tiles_in(text) <= {p.tile for p in state.layout.placements} | own
     for other in (0, 1):
         if other != seat and state.hands[other]:
             assert json.dumps([list(t) for t in state.hands[other]]) not in text
