@@ -4,12 +4,15 @@ broadcasts of lobby/broadcast.py, and turns requests into calls of lobby.service
 Requests: ``{"type": "seek_create", "rated": bool, "rating_min": int|null, "rating_max":
 int|null}``, ``seek_cancel`` / ``seek_accept`` (``seek_id``), ``challenge_create``
 (``username``, ``rated``), ``challenge_accept`` / ``challenge_decline`` / ``challenge_cancel``
-(``challenge_id``), ``quick_join``, ``quick_leave``, ``hotseat_start``, ``sync``. A refused
+(``challenge_id``), ``quick_join``, ``quick_leave``, ``hotseat_start``, ``sync``, ``ping``
+(answered ``pong``; it keeps the socket counted as present, see lobby/presence.py). A refused
 request answers ``{"type": "error", "code", "message", "request"}``; a started match reaches both
 players as ``{"type": "match_started", "match_id", "url"}``.
 """
 
 from __future__ import annotations
+
+import time
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -58,6 +61,10 @@ def _call(kind: str, user, content: dict):
     raise services.LobbyError("unknown_request", f"unknown request {kind!r}")
 
 
+def _wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
 def _snapshot(user) -> tuple[dict, dict]:
     seq = broadcast.next_seq()
     return {**selectors.lobby_state(), "seq": seq}, {**selectors.personal_state(user), "seq": seq}
@@ -72,7 +79,7 @@ class LobbyConsumer(AsyncJsonWebsocketConsumer):
         self.groups_joined = [broadcast.LOBBY_GROUP, broadcast.user_group(self.user.pk)]
         for group in self.groups_joined:
             await self.channel_layer.group_add(group, self.channel_name)
-        await presence.joined(self.user.pk, self.channel_name)
+        await presence.seen(self.user.pk, self.channel_name, _wall_ms())
         self.bucket = TokenBucket.for_connections()
         await self.accept()
         await self._send_snapshot()
@@ -82,7 +89,7 @@ class LobbyConsumer(AsyncJsonWebsocketConsumer):
             return
         for group in self.groups_joined:
             await self.channel_layer.group_discard(group, self.channel_name)
-        if await presence.left(self.user.pk, self.channel_name) == 0:
+        if await presence.left(self.user.pk, self.channel_name, _wall_ms()) == 0:
             await database_sync_to_async(services.lobby_leave)(user=self.user)
 
     async def receive_json(self, content, **kwargs):
@@ -92,8 +99,11 @@ class LobbyConsumer(AsyncJsonWebsocketConsumer):
             )
             return
         kind = content.get("type")
+        await presence.seen(self.user.pk, self.channel_name, _wall_ms())
         if not self.bucket.allow(monotonic_ms()):
             await self._error(kind, "rate_limited", "too many requests: slow down")
+        elif kind == "ping":
+            await self.send_json({"type": "pong"})
         elif kind == "sync":
             await self._send_snapshot()
         else:

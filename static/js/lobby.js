@@ -166,11 +166,15 @@ function connect() {
   $("conn-dot").dataset.state = "connecting";
   socket.addEventListener("open", () => {
     retryMs = 500;
+    clearInterval(connect.ping);
+    // Keeps this page counted as present (a silent socket stops counting after 90 s).
+    connect.ping = setInterval(() => send("ping"), 25000);
     $("conn-dot").dataset.state = "open";
     $("conn-text").textContent = "Live";
   });
   socket.addEventListener("message", (event) => onMessage(JSON.parse(event.data)));
   socket.addEventListener("close", () => {
+    clearInterval(connect.ping);
     $("conn-dot").dataset.state = "closed";
     $("conn-text").textContent = "Reconnecting…";
     lastSeq = { lobby: 0, personal: 0 };
