@@ -66,3 +66,15 @@ def test_a_player_who_stops_waiting_is_not_paired():
     services.quick_leave(user=ann)
     services.quick_join(user=bob, now_ms=T)
     assert services.quick_pair(now_ms=T + 60_000) == []
+
+
+@pytest.mark.django_db
+def test_the_beat_task_pairs_on_the_time_authoritys_clock(monkeypatch):
+    from lobby import tasks
+
+    ann, bob = make_user("ann", rating=1500), make_user("bob", rating=1700)
+    services.quick_join(user=ann, now_ms=T)
+    services.quick_join(user=bob, now_ms=T)
+    monkeypatch.setattr("matches.timekeeping.now_ms", lambda: T + 5000)
+    assert tasks.quick_pair() == 1
+    assert not QuickEntry.objects.exists()
