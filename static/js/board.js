@@ -185,14 +185,15 @@ export function renderBoard(svg, layout, options = {}) {
     if (c.side === null) {
       const sp = drawn.find((d) => d.spinner);
       if (!sp) continue;
-      pos = sp.centre;
+      pos = add(sp.centre, [1, -1], S * 0.78); // beside the spinner, off its pips
     } else {
       const e = ends.get(`${key(c.tile)}:${c.side}`);
       if (!e) continue;
-      pos = e.tip;
+      pos = add(e.at, e.dir, S * 0.36); // just off the counted end
     }
+    grow(pos[0], pos[1], S * 0.5);
     const g = el("g", { class: "counted", "data-counted": c.side === null ? `${key(c.tile)}:spinner` : `${key(c.tile)}:${c.side}` }, marks);
-    el("circle", { cx: pos[0], cy: pos[1], r: S * 0.34 }, g);
+    el("circle", { cx: pos[0], cy: pos[1], r: S * 0.32 }, g);
     const text = el("text", { x: pos[0], y: pos[1], "text-anchor": "middle", "dominant-baseline": "central" }, g);
     text.textContent = String(c.value);
   }
@@ -202,7 +203,7 @@ export function renderBoard(svg, layout, options = {}) {
   for (const place of dotPlaces) {
     const e = ends.get(`${key(place.tile)}:${place.side}`);
     if (!e) continue;
-    const pos = add(e.at, e.dir, S * 0.5);
+    const pos = add(e.at, e.dir, S * 1.1); // beyond the counted number, where the tile would go
     grow(pos[0], pos[1], S * 0.6);
     const g = el("g", { class: "place-dot", "data-place": placeKey(place) }, dots);
     el("circle", { cx: pos[0], cy: pos[1], r: S * 0.3 }, g);

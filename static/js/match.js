@@ -275,7 +275,8 @@ function chooseTile(k) {
     playTile(play.tile, play.places[0]);
     return;
   }
-  select(ui.selected === k ? null : k);
+  // A second click on the chosen tile puts it back (not the drawn tile that must be played).
+  select(ui.selected === k && !view.must_play ? null : k);
   const first = $("places").querySelector(".place-button");
   if (ui.selected && first) first.focus();
 }

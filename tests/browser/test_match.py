@@ -46,7 +46,7 @@ def log_in(page: Page, base: str, user) -> None:
 def shoot(page: Page, name: str) -> None:
     if TAKE_SCREENSHOTS:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENSHOTS / name))
+        page.screenshot(path=str(SCREENSHOTS / name), full_page=True)
 
 
 def test_two_players_register_meet_in_the_lobby_and_play_a_whole_match(servers, new_page):
@@ -56,6 +56,8 @@ def test_two_players_register_meet_in_the_lobby_and_play_a_whole_match(servers, 
     register(olek, base, "olek")
 
     # They meet in the lobby: ala offers a match, olek accepts her seek.
+    for page in (ala, olek):
+        expect(page.locator("#conn-dot")).to_have_attribute("data-state", "open")
     ala.locator("#seek-submit").click()
     seek = olek.locator("#seek-list li[data-seek-id]").filter(has_text="ala")
     expect(seek).to_be_visible()
