@@ -25,6 +25,7 @@ def off_the_loop(function, **kwargs):
     from django.db import connection
 
     with ThreadPoolExecutor(1) as pool:
+
         def call():
             try:
                 return function(**kwargs)

@@ -16,7 +16,14 @@ from playwright.sync_api import Page, expect
 import engine
 from matches import services
 from matches.models import Match
-from tests.browser.driver import act, current, off_the_loop, settlement_shown, wait_for_change, wait_for_seq
+from tests.browser.driver import (
+    act,
+    current,
+    off_the_loop,
+    settlement_shown,
+    wait_for_change,
+    wait_for_seq,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -192,9 +199,8 @@ def test_the_rules_panel_opens_while_the_clock_keeps_running_and_the_interface_s
     users = [
         get_user_model().objects.create_user(name, password=PASSWORD) for name in ("basia", "kuba")
     ]
-    match = off_the_loop(
-        services.match_create, player0=users[0], player1=users[1], now_ms=services.timekeeping.now_ms()
-    )
+    now_ms = services.timekeeping.now_ms()
+    match = off_the_loop(services.match_create, player0=users[0], player1=users[1], now_ms=now_ms)
     state = current(match.id)[1]
     starter = engine.first_to_act(state)
     pages = {}
