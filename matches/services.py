@@ -16,6 +16,7 @@ from functools import partial
 
 import engine
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone as dj_timezone
 
@@ -120,7 +121,7 @@ def match_submit(*, match_id, user, command: dict, arrival_ms: int, cseq: int | 
 def _locked(match_id) -> Match:
     try:
         return Match.objects.select_for_update().get(pk=match_id)
-    except (Match.DoesNotExist, ValueError, TypeError):
+    except (Match.DoesNotExist, ValidationError, ValueError, TypeError):  # a malformed id is no match
         raise CommandRejected("no_such_match", "there is no such match") from None
 
 
