@@ -38,7 +38,7 @@ def make_user(db):
 
     def make(name: str | None = None, **fields):
         name = name or f"player{next(counter)}"
-        return get_user_model().objects.create_user(name, password="a-long-test-pass-1", **fields)
+        return get_user_model().objects.create_user(name, password=None, **fields)  # no slow hashing
 
     return make
 
@@ -167,7 +167,7 @@ def session_cookie(user) -> str:
 def reproducible_deals(monkeypatch):
     """Deals made in this process follow a fixed sequence of seeds, so service tests replay the
     same matches every run (the servers in subprocesses keep their CSPRNG)."""
-    rng = random.Random(20261130)
+    rng = random.Random(72)  # a seed stream whose greedy match is short (121 events, 6 rounds)
     monkeypatch.setattr(engine, "new_seed", lambda: f"{rng.getrandbits(256):064x}")
 
 

@@ -1,0 +1,325 @@
+"""The match service: the one writer of a match. Real database, injected time."""
+
+import hashlib
+import uuid
+
+import engine
+import pytest
+from engine.legal import legal_plays, play_command
+
+from matches import services, tasks
+from matches.models import Match, TimingFault
+from matches.selectors import match_record
+from tests.matches.conftest import T0, Table
+
+pytestmark = pytest.mark.django_db
+
+
+def snapshot(table: Table) -> tuple:
+    table.match.refresh_from_db()
+    m = table.match
+    return (m.record, m.seq, m.status, m.deadline_ms, m.deadline_kind, m.cseq0, m.cseq1, bytes(m.snapshot))
+
+
+def assert_rejected(table: Table, seat, command, code: str, *, user=None) -> None:
+    """The command is refused with ``code`` and changes nothing (its cseq is not used up)."""
+    before = snapshot(table)
+    cseq = table.cseq[seat if seat in (0, 1) else 0] + 1
+    with pytest.raises(services.CommandRejected) as caught:
+        services.match_submit(match_id=table.match.pk, user=user or table.users[seat], command=command,
+                              arrival_ms=table.now + 100, cseq=cseq)  # fmt: skip
+    assert caught.value.code == code, caught.value.reason
+    assert caught.value.reason
+    assert snapshot(table) == before
+
+
+def opponent_tile(state, seat):
+    return list(state.hands[1 - seat][0])
+
+
+# --- who may send what ---------------------------------------------------------------------------
+
+
+def test_commands_before_start_are_refused(table, make_user):
+    first = engine.first_to_act(table.state)
+    some_tile = list(table.state.hands[first][0])
+    assert_rejected(table, first, {"type": "play", "tile": some_tile, "place": None}, "clocks_standing")
+    assert_rejected(table, 1 - first, {"type": "start"}, "not_your_start")
+    assert_rejected(table, first, {"type": "dance"}, "unknown_command")
+    assert_rejected(table, first, {"type": 7}, "bad_command")
+    assert_rejected(table, first, ["start"], "bad_command")
+    assert_rejected(table, first, {"type": "timeout"}, "server_only")
+    assert_rejected(table, first, {"type": "void", "why": "I say so"}, "server_only")
+    assert_rejected(table, first, {"type": "start"}, "not_a_player", user=make_user("kibitzer"))
+
+
+def test_a_command_for_a_match_that_does_not_exist_is_refused(table):
+    for match_id in (uuid.uuid4(), "not-a-uuid"):
+        with pytest.raises(services.CommandRejected) as caught:
+            services.match_submit(match_id=match_id, user=table.users[0], command={"type": "start"}, arrival_ms=T0)
+        assert caught.value.code == "no_such_match"
+
+
+def test_a_command_for_the_other_seat_is_refused(table):
+    table.start()
+    state = table.state
+    decider = state.decider
+    forced = list(state.forced_tile)
+    # The seat field is a pass-and-play device's; online it cannot make a player act for the other.
+    assert_rejected(table, 1 - decider, {"type": "play", "tile": forced, "place": None, "seat": decider},
+                    "not_your_turn")  # fmt: skip
+    assert_rejected(table, 1 - decider, {"type": "draw"}, "not_your_turn")
+
+
+def test_the_opening_turn_refuses_every_wrong_play(table):
+    table.start()
+    state = table.state
+    decider = state.decider
+    forced = list(state.forced_tile)
+    other = next(list(t) for t in state.hands[decider] if list(t) != forced)
+    assert_rejected(table, decider, {"type": "play", "tile": other, "place": None}, "wrong_opening_tile")
+    assert_rejected(table, decider, {"type": "play", "tile": forced, "place": {"tile": forced, "side": "high"}},
+                    "opening_has_no_place")  # fmt: skip
+    assert_rejected(table, decider, {"type": "play", "tile": opponent_tile(state, decider), "place": None},
+                    "tile_not_in_hand")  # fmt: skip
+    assert_rejected(table, decider, {"type": "play", "tile": [7, 9], "place": None}, "bad_command")
+    assert_rejected(table, decider, {"type": "offer", "amount": 15}, "no_auction")
+    assert_rejected(table, decider, {"type": "start"}, "already_started")
+    with pytest.raises(services.CommandRejected) as caught:  # an arrival before the last event
+        services.match_submit(match_id=table.match.pk, user=table.users[decider],
+                              command=play_command(state.forced_tile, None), arrival_ms=table.now - 1)  # fmt: skip
+    assert caught.value.code == "time_went_backwards"
+
+
+def test_plays_on_the_layout_refuse_wrong_places(table):
+    state = table.play_until(lambda s: s.phase == "play" and s.layout.placements and legal_plays(s, s.decider))
+    decider = state.decider
+    tile, place = legal_plays(state, decider)[0]
+    assert_rejected(table, decider, play_command(tile, None), "place_required")
+    assert_rejected(table, decider, {"type": "play", "tile": list(tile), "place": {"tile": [9, 9], "side": "high"}},
+                    "bad_command")  # fmt: skip
+    assert_rejected(table, decider, {"type": "play", "tile": list(tile), "place": {"tile": list(tile), "side": "up"}},
+                    "bad_command")  # fmt: skip
+    closed = next((t, s) for t, s in [(tuple(p.tile), side) for p in state.layout.placements
+                                      for side in ("high", "low", "chain_a", "chain_b", "arm_a", "arm_b")]
+                  if state.layout.open_value((t, s)) is None)  # fmt: skip
+    assert_rejected(table, decider, play_command(tile, closed), "place_not_open")
+    mismatched = next(
+        ((t, (pt, side)) for t in state.hands[decider] for pt, side, value in state.layout.open_places
+         if value not in t), None)  # fmt: skip
+    if mismatched:
+        assert_rejected(table, decider, play_command(*mismatched), "halves_do_not_match")
+    assert_rejected(table, decider, {"type": "draw"}, "can_play")
+
+
+def test_a_drawn_tile_that_fits_must_be_played(table):
+    from tests.matches.test_clock import _must_draw_and_will_fit
+
+    state = table.play_until(_must_draw_and_will_fit)
+    seat = state.decider
+    while table.state.drawn is None:
+        table.submit(seat, {"type": "draw"}, after_ms=100)
+    state = table.state
+    others = [t for t in state.hands[seat] if t != state.drawn]
+    assert_rejected(table, seat, {"type": "draw"}, "must_play_drawn")
+    if others:
+        place = (state.layout.open_places[0][0], state.layout.open_places[0][1])
+        assert_rejected(table, seat, play_command(others[0], place), "must_play_drawn")
+
+
+def test_the_auction_refuses_every_wrong_bid(table):
+    state = table.play_until(lambda s: s.phase == "auction")
+    seat = state.decider
+    assert_rejected(table, seat, play_command(state.hands[seat][0], None), "auction_on")
+    assert_rejected(table, seat, {"type": "draw"}, "auction_on")
+    assert_rejected(table, seat, {"type": "accept"}, "nothing_to_accept")
+    assert_rejected(table, seat, {"type": "offer", "amount": 17}, "offer_not_multiple_of_5")
+    assert_rejected(table, seat, {"type": "offer", "amount": 10}, "offer_below_minimum")
+    assert_rejected(table, seat, {"type": "offer", "amount": 1_000}, "offer_unaffordable")
+    assert_rejected(table, seat, {"type": "offer", "amount": "15"}, "bad_command")
+    assert_rejected(table, 1 - seat, {"type": "waive"}, "not_your_turn")
+    table.submit(seat, {"type": "offer", "amount": 15}, after_ms=1_000)
+    assert_rejected(table, 1 - seat, {"type": "waive"}, "cannot_waive")
+    assert_rejected(table, 1 - seat, {"type": "offer", "amount": 15}, "offer_below_minimum")
+
+
+def test_nothing_is_taken_after_the_match_is_over(table):
+    table.submit(0, {"type": "resign"})
+    assert_rejected(table, 1, {"type": "start"}, "match_over")
+    assert_rejected(table, 0, {"type": "resign"}, "match_over")
+
+
+# --- sequence numbers, Start, resign -------------------------------------------------------------
+
+
+def test_a_duplicate_cseq_is_acknowledged_and_not_applied_twice(table):
+    first = engine.first_to_act(table.state)
+    applied = table.submit(first, {"type": "start"}, cseq=5)
+    assert applied == services.Outcome(seq=1)
+    again = table.submit(first, {"type": "start"}, cseq=5, after_ms=10)
+    older = table.submit(first, {"type": "start"}, cseq=4, after_ms=10)
+    assert again == older == services.Outcome(seq=1, duplicate=True)
+    assert [e["type"] for e in table.events()] == ["start"]
+
+
+def test_the_opponent_has_its_own_cseq(table):
+    table.start()  # the first player's cseq 1
+    second = 1 - table.state.decider
+    assert table.submit(second, {"type": "resign"}, cseq=1).duplicate is False
+    assert table.match.reason == "resign"
+
+
+def test_start_is_pressed_by_the_first_player_to_act(table):
+    first = engine.first_to_act(table.state)
+    outcome = table.submit(first, {"type": "start"}, after_ms=3_000)
+    event = table.events()[-1]
+    assert (outcome.seq, event["type"], event["seat"], event["at_ms"]) == (1, "start", first, T0 + 3_000)
+    assert table.state.decider == first
+
+
+def test_continue_after_a_settlement_is_pressed_by_the_next_first_player(table):
+    state = table.play_until(lambda s: s.round_no == 2)
+    first = engine.first_to_act(state)
+    assert_rejected(table, 1 - first, {"type": "start"}, "not_your_start")
+    table.submit(first, {"type": "start"}, after_ms=1_000)
+    assert table.state.phase in ("play", "auction")
+
+
+@pytest.mark.parametrize("phase", ["ready", "play"])
+def test_a_player_may_resign_at_any_time_even_out_of_turn(table, phase):
+    if phase == "play":
+        table.start()
+    resigner = 1 if phase == "ready" else 1 - table.state.decider
+    table.submit(resigner, {"type": "resign"}, after_ms=500)
+    match = table.match
+    assert (match.status, match.winner, match.reason) == ("finished", 1 - resigner, "resign")
+    assert (match.deadline_ms, match.deadline_kind) == (None, "")
+    assert table.events()[-1] == {"seq": match.seq, "type": "resign", "seat": resigner, "at_ms": table.now}
+
+
+def test_a_whole_match_to_a_zero_balance(table):
+    state = table.play_until(lambda s: False, step_ms=1_000)
+    assert state.result.reason == "points"
+    assert sorted(state.balances) == [0, 300]
+    assert table.match.winner == state.balances.index(300)
+    assert table.match.status == "finished"
+    assert table.match.finished_at is not None
+
+
+# --- the clock running out -----------------------------------------------------------------------
+
+
+def test_a_clock_that_runs_out_while_its_player_is_away_is_an_abandonment(table):
+    table.start()
+    loser = table.state.decider
+    deadline = table.match.deadline_ms
+    assert services.match_expire(match_id=table.match.pk, now_ms=deadline - 1) == "early"
+    assert services.match_expire(match_id=table.match.pk, now_ms=deadline) == "abandon"
+    match = table.match
+    match.refresh_from_db()
+    assert (match.winner, match.reason) == (1 - loser, "abandon")
+    last = table.events()[-1]
+    assert (last["type"], last["seat"], last["at_ms"]) == ("abandon", loser, deadline)
+    assert last["banks_ms"][loser] == 0
+    assert services.match_expire(match_id=table.match.pk, now_ms=deadline + 5) == "nothing_due"
+
+
+def test_a_clock_that_runs_out_while_its_player_is_connected_loses_on_time(table, present):
+    table.start()
+    loser = table.state.decider
+    present(table.match, loser)
+    deadline = table.match.deadline_ms
+    assert services.match_expire(match_id=table.match.pk, now_ms=deadline + 20) == "timeout"
+    table.match.refresh_from_db()
+    assert (table.match.winner, table.match.reason) == (1 - loser, "time")
+    assert not TimingFault.objects.exists()  # 20 ms late is within tolerance
+
+
+def test_an_expiry_for_an_older_decision_is_stale(table):
+    table.start()
+    seq = table.match.seq
+    table.decide(after_ms=1_000)
+    assert services.match_expire(match_id=table.match.pk, now_ms=table.now + 500_000, seq=seq) == "stale"
+    assert table.match.status == "live"
+
+
+# --- fairness ------------------------------------------------------------------------------------
+
+
+def test_each_round_publishes_its_commitment_and_reveals_its_seed_when_it_ends(table):
+    first_view = engine.view(table.state, 0)
+    assert first_view["commitment"] == hashlib.sha256(bytes.fromhex(table.match.secret_seed)).hexdigest()
+    live = match_record(table.match)
+    assert live["rounds"][0]["seed"] is None
+    assert live["rounds"][0]["hands"] is None and live["rounds"][0]["boneyard"] is None
+    secret = table.match.secret_seed
+    table.play_until(lambda s: s.round_no == 2)
+    record = match_record(table.match)
+    first, second = record["rounds"]
+    assert first["seed"] == secret and first["commitment"] == first_view["commitment"]
+    assert engine.commitment_of(first["seed"]) == first["commitment"]
+    assert second["seed"] is None and second["hands"] is None  # still being played
+    assert engine.view(table.state, 1)["commitment"] == second["commitment"] != first["commitment"]
+
+
+def test_the_audit_catches_a_deal_that_does_not_follow_its_commitment(table):
+    table.submit(0, {"type": "resign"})
+    record = match_record(table.match)
+    assert engine.audit(record)[1] == []
+    record["rounds"][0]["commitment"] = "0" * 64
+    assert any("commitment" in str(problem) for problem in engine.audit(record)[1])
+
+
+# --- timing faults -------------------------------------------------------------------------------
+
+
+def test_a_timeout_processed_too_late_records_a_fault_that_confirming_turns_into_a_void(table):
+    table.start()
+    deadline = table.match.deadline_ms
+    assert services.match_expire(match_id=table.match.pk, now_ms=deadline + 3_001) == "abandon"
+    fault = TimingFault.objects.get()
+    assert (fault.kind, fault.status) == ("late_timeout", "suspected")
+    assert fault.detail == {"deadline_ms": deadline, "processed_ms": deadline + 3_001, "late_by_ms": 3_001}
+    assert tasks.recheck_fault(fault.pk) == "confirmed"
+    fault.refresh_from_db()
+    table.match.refresh_from_db()
+    assert (fault.status, fault.decided_by) == ("confirmed", "auto")
+    assert (table.match.status, table.match.winner, table.match.reason) == ("void", None, "void")
+    void = table.events()[-1]
+    assert (void["type"], void["seat"]) == ("void", None)
+    assert "late" in void["why"]
+    assert tasks.recheck_fault(fault.pk) == "decided"
+
+
+def test_a_timeout_within_the_tolerance_is_no_fault(table):
+    table.start()
+    services.match_expire(match_id=table.match.pk, now_ms=table.match.deadline_ms + 3_000)
+    assert not TimingFault.objects.exists()
+
+
+def test_an_inconclusive_fault_is_left_to_staff_and_may_be_dismissed(table):
+    fault = services.fault_report(match_id=table.match.pk, kind=TimingFault.Kind.JUMP,
+                                  detail={"authority_moved_ms": 5_000, "monotonic_elapsed_ms": 10.0})  # fmt: skip
+    assert tasks.recheck_fault(fault.pk) == "left_to_staff"
+    services.fault_dismiss(fault_id=fault.pk, decided_by="referee")
+    fault.refresh_from_db()
+    table.match.refresh_from_db()
+    assert (fault.status, fault.decided_by, table.match.status) == ("dismissed", "referee", "waiting")
+
+
+@pytest.mark.parametrize("kind", ["late_stamp", "unreachable"])
+def test_the_conclusive_faults_are_confirmed_automatically(table, kind):
+    table.start()
+    fault = services.fault_report(match_id=table.match.pk, kind=kind, detail={})
+    assert tasks.recheck_fault(fault.pk) == "confirmed"
+    table.match.refresh_from_db()
+    assert table.match.status == "void"
+
+
+def test_a_void_is_told_to_a_finished_match_too(table):
+    table.submit(1, {"type": "resign"})
+    fault = services.fault_report(match_id=table.match.pk, kind="late_stamp", detail={"lag_ms": 2500.0})
+    services.fault_confirm(fault_id=fault.pk, decided_by="referee", now_ms=table.now + 1)
+    table.match.refresh_from_db()
+    assert [e["type"] for e in table.events()] == ["resign", "void"]
+    assert table.match.status == "void"
