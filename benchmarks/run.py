@@ -20,7 +20,13 @@ def _engine() -> dict:
     return run()
 
 
-BENCHMARKS = {"engine": _engine}
+def _api() -> dict:
+    from benchmarks.api_bench import run
+
+    return run()
+
+
+BENCHMARKS = {"engine": _engine, "api": _api}
 
 
 def main(names: list[str]) -> int:
@@ -36,4 +42,5 @@ def main(names: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `python benchmarks/run.py`
     sys.exit(main(sys.argv[1:]))
