@@ -39,13 +39,25 @@ def check_invariants(before, seat, command, after, events):
             assert_view_hides_secrets(after, who)
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=seeds, bots=bot_pairs, hotseat=st.booleans(), slow=st.sampled_from([0.0, 0.01, 0.05]), quit=st.sampled_from([0.0, 0.002]))
 def test_every_match_ends_conserving_300_points_and_replays_to_the_same_state(seed, bots, hotseat, slow, quit):
     played = play_match(seed, bots=bots, hotseat=hotseat, slow_chance=slow, quit_chance=quit, on_step=check_invariants)
     assert played.state.phase == FINISHED
     assert played.record["status"] in ("finished", "void")
     assert replay(played.record) == played.state
+
+
+def check_conservation(before, seat, command, after, events):
+    assert sum(after.balances) == 300 and min(after.balances) >= 0
+
+
+@settings(max_examples=450, deadline=None)
+@given(seed=seeds, bots=bot_pairs, slow=st.sampled_from([0.01, 0.05]))
+def test_many_more_matches_end_with_the_300_points_conserved(seed, bots, slow):
+    played = play_match(seed, bots=bots, slow_chance=slow, on_step=check_conservation)
+    assert played.state.phase == FINISHED and played.state.result.reason in ("points", "time", "abandon")
+    assert 0 in played.state.balances or 0 in played.state.banks_ms
 
 
 # --- legality is exactly legal_commands ------------------------------------------------------------
@@ -114,7 +126,7 @@ def assert_legality_is_exactly_legal_commands(state, now, rng, tries=8):
 choice_index = st.integers(0, 2**16)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(seed=seeds, hotseat=st.booleans(), steps=st.integers(1, 80), data=st.data())
 def test_every_offered_command_is_accepted_and_every_other_is_rejected_without_change(seed, hotseat, steps, data):
     rng = random.Random(seed)
