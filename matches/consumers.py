@@ -26,6 +26,9 @@ class MatchConsumer(AsyncJsonWebsocketConsumer):
         self.seats: list[int] = []
         seats = await database_sync_to_async(_seats_of)(self.match_id, self.scope.get("user"))
         if seats is None:
+            # Accept first: a close before the handshake is answered with a bare HTTP 403, and
+            # the client would never see the code.
+            await self.accept()
             await self.close(code=CLOSE_NO_SUCH_MATCH)
             return
         self.seats = seats
