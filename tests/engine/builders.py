@@ -91,7 +91,9 @@ def table(hand0, hand1, boneyard=None, *, balances=(150, 150), hotseat=False, **
     return Table(replace(state, balances=balances))
 
 
-def auction_table(hand0, hand1, *, jockey: int, balances=(150, 150), boneyard=None, hotseat=False) -> Table:
+def auction_table(
+    hand0, hand1, *, jockey: int, balances=(150, 150), boneyard=None, hotseat=False
+) -> Table:
     """A round after a domino by ``jockey`` (so it opens by auction), not yet started."""
     settled = replace(new_match(deal((), ())), phase=SETTLED, next_jockey=jockey, balances=balances)
     return Table(next_round(replace(settled, hotseat=hotseat), deal(hand0, hand1, boneyard)))

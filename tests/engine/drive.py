@@ -5,7 +5,16 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from engine import BOTS, IllegalCommand, add_events, add_round, apply, new_match, new_record, next_round
+from engine import (
+    BOTS,
+    IllegalCommand,
+    add_events,
+    add_round,
+    apply,
+    new_match,
+    new_record,
+    next_round,
+)
 from engine.shuffle import deal_from_seed
 from engine.simulate import round_seed
 from engine.state import FINISHED, HANDOVER, READY, SETTLED, MatchState
@@ -21,18 +30,31 @@ class Played:
     record: dict
 
 
+def dealt(seed: int, round_no: int):
+    """Round ``round_no``'s deal in the match played from ``seed``."""
+    return deal_from_seed(round_seed(seed, 0, round_no))
+
+
 def think_ms(rng: random.Random, slow_chance: float) -> int:
     """Usually inside the delay, sometimes a long think that may run out the bank."""
     return rng.randint(10_000, 50_000) if rng.random() < slow_chance else rng.randint(0, 9_000)
 
 
-def play_match(seed: int, *, bots=("random", "random"), hotseat=False, slow_chance=0.02, quit_chance=0.0, on_step=None) -> Played:
+def play_match(
+    seed: int,
+    *,
+    bots=("random", "random"),
+    hotseat=False,
+    slow_chance=0.02,
+    quit_chance=0.0,
+    on_step=None,
+) -> Played:
     """Play a match to its end with the given bots; ``on_step(before, seat, command, after,
     events)`` sees every accepted command. Occasionally (``quit_chance``) a player resigns, the
     server voids the match, or a late player is abandoned rather than timed out."""
     rng = random.Random(seed)
     players = [BOTS[name]() for name in bots]
-    state = new_match(deal_from_seed(round_seed(seed, 0, 1)), hotseat=hotseat)
+    state = new_match(dealt(seed, 1), hotseat=hotseat)
     record = new_record(
         state,
         match_id=f"prop-{seed}",
@@ -46,7 +68,7 @@ def play_match(seed: int, *, bots=("random", "random"), hotseat=False, slow_chan
         if state.phase == FINISHED:
             break
         if state.phase == SETTLED:
-            state = next_round(state, deal_from_seed(round_seed(seed, 0, state.round_no + 1)))
+            state = next_round(state, dealt(seed, state.round_no + 1))
             add_round(record, state)
             continue
         roll = rng.random()
@@ -54,11 +76,17 @@ def play_match(seed: int, *, bots=("random", "random"), hotseat=False, slow_chan
             now += rng.randint(0, 60_000)
             seat, command = None, {"type": "start"}
         elif roll < quit_chance:
-            seat, command = (rng.choice((0, 1)), {"type": "resign"}) if roll < quit_chance / 2 else (None, {"type": "void", "why": "test fault"})
+            seat, command = (
+                (rng.choice((0, 1)), {"type": "resign"})
+                if roll < quit_chance / 2
+                else (None, {"type": "void", "why": "test fault"})
+            )
         else:
             seat = state.decider
             command = players[seat].choose(state, seat, rng)
-            now += rng.randint(300, 2_000) if command["type"] == "draw" else think_ms(rng, slow_chance)
+            now += (
+                rng.randint(300, 2_000) if command["type"] == "draw" else think_ms(rng, slow_chance)
+            )
             if now >= state.deadline_ms:
                 try:
                     apply(state, seat, command, now)

@@ -29,7 +29,9 @@ def test_a_waive_lets_the_jockey_open_free_with_any_tile():
     (event,) = game.waive(1)
     assert (event["type"], event["balances"], event.get("auto")) == ("waive", [150, 150], None)
     assert (game.state.phase, game.state.decider, game.state.forced_tile) == ("play", 0, None)
-    assert [c for c in legal_commands(game.state, 0) if c["type"] == "play"] == [play_cmd(t) for t in sorted(HAND0)]
+    assert [c for c in legal_commands(game.state, 0) if c["type"] == "play"] == [
+        play_cmd(t) for t in sorted(HAND0)
+    ]
     game.play(0, (0, 1))
 
 
@@ -60,14 +62,24 @@ def test_the_discount_is_only_the_jockeys_and_never_paid_out():
 
 @pytest.mark.parametrize(
     "amount, code",
-    [(10, "offer_below_minimum"), (17, "offer_not_multiple_of_5"), (155, "offer_unaffordable"),
-     (-5, "offer_below_minimum"), ("20", "bad_command"), (20.0, "bad_command"), (None, "bad_command")],
+    [
+        (10, "offer_below_minimum"),
+        (17, "offer_not_multiple_of_5"),
+        (155, "offer_unaffordable"),
+        (-5, "offer_below_minimum"),
+        ("20", "bad_command"),
+        (20.0, "bad_command"),
+        (None, "bad_command"),
+    ],
 )
 def test_a_first_offer_is_a_multiple_of_5_from_15_to_what_the_offerer_could_pay(amount, code):
     started(jockey=0).reject(1, {"type": "offer", "amount": amount}, code)
 
 
-@pytest.mark.parametrize("amount, code", [(20, "offer_below_minimum"), (27, "offer_not_multiple_of_5"), (170, "offer_unaffordable")])
+@pytest.mark.parametrize(
+    "amount, code",
+    [(20, "offer_below_minimum"), (27, "offer_not_multiple_of_5"), (170, "offer_unaffordable")],
+)
 def test_a_raise_is_at_least_5_more_and_a_multiple_of_5(amount, code):
     game = started(jockey=0)
     game.offer(1, 20)
@@ -87,7 +99,10 @@ def test_the_jockey_may_offer_up_to_its_balance_plus_the_discount():
 def test_a_player_who_cannot_afford_the_minimum_offer_waives_at_once_and_costs_no_time():
     game = auction_table(HAND0, HAND1, jockey=0, balances=(290, 10))
     events = game.start(after_ms=5_000)
-    assert [(e["type"], e["seat"], e.get("auto")) for e in events] == [("start", None, None), ("waive", 1, True)]
+    assert [(e["type"], e["seat"], e.get("auto")) for e in events] == [
+        ("start", None, None),
+        ("waive", 1, True),
+    ]
     assert events[1]["banks_ms"] == [120_000, 120_000]
     assert (game.state.decider, game.state.turn_start_ms) == (0, game.now)
 
@@ -95,10 +110,17 @@ def test_a_player_who_cannot_afford_the_minimum_offer_waives_at_once_and_costs_n
 def test_a_player_who_cannot_afford_the_minimum_raise_accepts_at_once_and_costs_no_time():
     game = started(jockey=0, balances=(10, 290))
     events = game.offer(1, 30, after_ms=12_000)
-    assert [(e["type"], e["seat"], e.get("auto")) for e in events] == [("offer", 1, None), ("accept", 0, True)]
+    assert [(e["type"], e["seat"], e.get("auto")) for e in events] == [
+        ("offer", 1, None),
+        ("accept", 0, True),
+    ]
     offer, accept = events
     assert offer["banks_ms"] == [120_000, 118_000]
-    assert (accept["paid"], accept["balances"], accept["banks_ms"]) == (30, [40, 260], [120_000, 118_000])
+    assert (accept["paid"], accept["balances"], accept["banks_ms"]) == (
+        30,
+        [40, 260],
+        [120_000, 118_000],
+    )
     assert (game.state.phase, game.state.decider, game.state.turn_start_ms) == ("play", 1, game.now)
 
 
@@ -107,7 +129,9 @@ def test_a_player_who_cannot_afford_the_minimum_raise_accepts_at_once_and_costs_
     [(0, (150, 15), [(1, 15)], [165, 0]), (0, (5, 295), [(1, 15), (0, 20)], [0, 300])],
     ids=["non-jockey pays its last 15", "jockey pays its last 5"],
 )
-def test_paying_ones_whole_balance_loses_at_once_before_the_opening(jockey, balances, offers, final):
+def test_paying_ones_whole_balance_loses_at_once_before_the_opening(
+    jockey, balances, offers, final
+):
     game = started(jockey=jockey, balances=balances)
     for seat, amount in offers:
         game.offer(seat, amount)

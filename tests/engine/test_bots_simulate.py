@@ -4,7 +4,14 @@ import random
 
 import pytest
 
-from engine import GreedyBot, IllegalCommand, RandomBot, first_to_act, legal_commands, legal_decisions
+from engine import (
+    GreedyBot,
+    IllegalCommand,
+    RandomBot,
+    first_to_act,
+    legal_commands,
+    legal_decisions,
+)
 from engine import simulate as simulate_module
 from engine.clock import ClockConfig
 from engine.simulate import Thinker, simulate, simulate_match

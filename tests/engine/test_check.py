@@ -1,8 +1,6 @@
 """The record of a match (ARCHIVE.md): replayed through the rules, a good record checks clean and
 a corrupted one is caught, with the seat, the event and what was expected."""
 
-import json
-
 import pytest
 
 from engine import ReplayError, audit, replay
@@ -22,12 +20,16 @@ def first_play_of_a_turn(record):
 
 def play_after_a_draw(record):
     for round_record, index, event in events_of(record):
-        if event["type"] == "play" and index and round_record["events"][index - 1]["type"] == "draw":
+        if (
+            event["type"] == "play"
+            and index
+            and round_record["events"][index - 1]["type"] == "draw"
+        ):
             return round_record, index, event
     return None
 
 
-# --- the corruptions: each edits a record in place, or raises StopIteration finding no spot ------
+# --- the corruptions: each edits a record in place, or raises StopIteration finding no spot
 
 
 def wrong_points(record):
@@ -60,18 +62,28 @@ def mismatched_halves(record):
     placed = {tuple(e["tile"]) for e in round_record["events"][:index] if e["type"] == "play"}
     spot = event["place"]
     value = next(v for v in range(7) if v not in event["tile"])
-    event["tile"] = next([a, b] for a, b in [sorted((value, x)) for x in range(7)] if (a, b) not in placed)
+    event["tile"] = next(
+        [a, b] for a, b in [sorted((value, x)) for x in range(7)] if (a, b) not in placed
+    )
     event["place"] = spot
 
 
 def illegal_draw(record):
     round_record, index, event = first_play_of_a_turn(record)
-    round_record["events"][index] = {**{k: event[k] for k in ("seq", "seat", "at_ms")}, "type": "draw", "tile": [0, 0]}
+    round_record["events"][index] = {
+        **{k: event[k] for k in ("seq", "seat", "at_ms")},
+        "type": "draw",
+        "tile": [0, 0],
+    }
 
 
 def draw_again_after_a_fitting_draw(record):
     round_record, index, event = play_after_a_draw(record)
-    round_record["events"][index] = {**{k: event[k] for k in ("seq", "seat", "at_ms")}, "type": "draw", "tile": [0, 0]}
+    round_record["events"][index] = {
+        **{k: event[k] for k in ("seq", "seat", "at_ms")},
+        "type": "draw",
+        "tile": [0, 0],
+    }
 
 
 def another_tile_after_a_fitting_draw(record):
@@ -83,7 +95,9 @@ def another_tile_after_a_fitting_draw(record):
 def not_the_rank_opening_tile(record):
     for round_record in record["rounds"]:
         if round_record["opening"] == "rank":
-            index, event = next((i, e) for i, e in enumerate(round_record["events"]) if e["type"] == "play")
+            index, event = next(
+                (i, e) for i, e in enumerate(round_record["events"]) if e["type"] == "play"
+            )
             hand = hand_before(round_record, index, event["seat"])
             if len(hand) > 1:
                 event["tile"] = next(t for t in hand if t != event["tile"])
@@ -108,7 +122,9 @@ def wrong_jockey(record):
 
 
 def wrong_payment(record):
-    _, _, event = next(e for e in events_of(record) if e[2]["type"] == "accept" and not e[2].get("auto"))
+    _, _, event = next(
+        e for e in events_of(record) if e[2]["type"] == "accept" and not e[2].get("auto")
+    )
     event["paid"] += 5
 
 
@@ -125,7 +141,9 @@ def wrong_status(record):
 
 
 def wrong_final_balances(record):
-    record["balances"] = list(reversed(record["balances"])) if record["balances"][0] != 150 else [145, 155]
+    record["balances"] = (
+        list(reversed(record["balances"])) if record["balances"][0] != 150 else [145, 155]
+    )
 
 
 def tampered_seed(record):
@@ -153,7 +171,16 @@ def missing_auto_pass(record):
 
 def unexpected_pass(record):
     round_record, index, event = first_play_of_a_turn(record)
-    round_record["events"].insert(index, {"seq": event["seq"], "type": "pass", "seat": event["seat"], "at_ms": event["at_ms"], "auto": True})
+    round_record["events"].insert(
+        index,
+        {
+            "seq": event["seq"],
+            "type": "pass",
+            "seat": event["seat"],
+            "at_ms": event["at_ms"],
+            "auto": True,
+        },
+    )
 
 
 def unexpected_auto_play(record):
@@ -207,7 +234,9 @@ def test_every_simulated_record_checks_clean():
         assert state.phase == "finished"
 
 
-@pytest.mark.parametrize("corruption, message", CORRUPTIONS, ids=[c.__name__ for c, _ in CORRUPTIONS])
+@pytest.mark.parametrize(
+    "corruption, message", CORRUPTIONS, ids=[c.__name__ for c, _ in CORRUPTIONS]
+)
 def test_a_corrupted_record_is_caught(corruption, message):
     record, problems = corrupted(corruption)
     assert any(message in str(problem) for problem in problems), problems
@@ -220,11 +249,16 @@ def test_a_problem_names_the_round_the_event_the_seat_and_what_was_expected():
     _, problems = corrupted(wrong_points)
     problem = problems[0]
     assert problem.round is not None and problem.seq is not None and problem.seat in (0, 1)
-    assert str(problem).startswith(f"round {problem.round}, event {problem.seq}, seat {problem.seat}: play: points")
+    assert str(problem).startswith(
+        f"round {problem.round}, event {problem.seq}, seat {problem.seat}: play: points"
+    )
 
 
 def test_a_problem_of_the_whole_match_says_so():
-    assert str(Problem(None, None, None, "status: expected 'finished'")) == "match: status: expected 'finished'"
+    assert (
+        str(Problem(None, None, None, "status: expected 'finished'"))
+        == "match: status: expected 'finished'"
+    )
 
 
 def first_round_cut_before_its_last_play(record):
@@ -235,9 +269,17 @@ def first_round_cut_before_its_last_play(record):
 
 STRUCTURE = [
     (lambda r: r["rounds"][0].update(hands=None), "the round's hands are withheld"),
-    (lambda r: r["rounds"][0]["boneyard"].append(r["rounds"][0]["hands"][0].pop()), "each player is dealt exactly 7 tiles"),
-    (lambda r: r["rounds"][0]["boneyard"].__setitem__(0, [6, 6]) or r["rounds"][0]["hands"][0].__setitem__(0, [6, 6]),
-     "the hands and the boneyard are not the double-six set"),
+    (
+        lambda r: r["rounds"][0]["boneyard"].append(r["rounds"][0]["hands"][0].pop()),
+        "each player is dealt exactly 7 tiles",
+    ),
+    (
+        lambda r: (
+            r["rounds"][0]["boneyard"].__setitem__(0, [6, 6])
+            or r["rounds"][0]["hands"][0].__setitem__(0, [6, 6])
+        ),
+        "the hands and the boneyard are not the double-six set",
+    ),
     (lambda r: r["rounds"][0].update(seed=None), "the round is over but its seed was not revealed"),
     (lambda r: r["rounds"][0]["events"].pop(), "missing settle event (expected {'seq'"),
     (first_round_cut_before_its_last_play, "a new round is dealt before the previous one ended"),
@@ -248,7 +290,9 @@ STRUCTURE = [
 ]
 
 
-@pytest.mark.parametrize("corruption, message", STRUCTURE, ids=[m.split(":")[0][:40] for _, m in STRUCTURE])
+@pytest.mark.parametrize(
+    "corruption, message", STRUCTURE, ids=[m.split(":")[0][:40] for _, m in STRUCTURE]
+)
 def test_a_record_that_cannot_be_followed_is_reported_not_crashed_on(corruption, message):
     record = next(r for r in pool() if len(r["rounds"]) > 1)
     corruption(record)

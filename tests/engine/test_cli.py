@@ -44,7 +44,10 @@ def test_check_passes_simulated_records_as_json_lines(tmp_path, capsys):
 def test_check_loads_a_single_json_file(tmp_path, capsys, shape):
     record = pool()[0]
     path = tmp_path / "match.json"
-    path.write_text(json.dumps(record if shape == "one record" else [record, record], indent=2), encoding="utf-8")
+    path.write_text(
+        json.dumps(record if shape == "one record" else [record, record], indent=2),
+        encoding="utf-8",
+    )
     assert load_records(str(path)) == ([record] if shape == "one record" else [record, record])
     assert main(["check", str(path)]) == 0
 

@@ -10,7 +10,8 @@ BANK, DELAY = 120_000, 10_000
 
 
 @pytest.mark.parametrize(
-    "think_ms, bank_left", [(0, BANK), (8_000, BANK), (10_000, BANK), (13_000, BANK - 3_000), (10_001, BANK - 1)]
+    "think_ms, bank_left",
+    [(0, BANK), (8_000, BANK), (10_000, BANK), (13_000, BANK - 3_000), (10_001, BANK - 1)],
 )
 def test_the_delay_is_free_and_only_the_rest_comes_from_the_bank(think_ms, bank_left):
     assert ClockConfig().bank_after(0, BANK, think_ms) == bank_left
@@ -59,7 +60,11 @@ def test_time_spent_drawing_stays_charged_when_the_turn_ends_in_a_mandatory_pass
     game.play(0, (6, 6))
     game.draw(1, after_ms=7_000)
     (_, passed) = game.draw(1, after_ms=7_000)
-    assert (passed["type"], passed["auto"], passed["banks_ms"]) == ("pass", True, [BANK, BANK - 4_000])
+    assert (passed["type"], passed["auto"], passed["banks_ms"]) == (
+        "pass",
+        True,
+        [BANK, BANK - 4_000],
+    )
 
 
 def test_the_deadline_is_turn_start_plus_delay_plus_bank():
@@ -86,7 +91,11 @@ def test_the_server_ends_a_match_on_time_only_at_or_after_the_deadline(kind, rea
     game.reject(None, {"type": kind}, "not_expired", after_ms=DELAY + BANK - 1)
     (event,) = game.send(None, {"type": kind}, after_ms=DELAY + BANK)
     assert (event["type"], event["seat"], event["banks_ms"]) == (kind, 0, [0, BANK])
-    assert (game.state.result.winner, game.state.result.reason, game.state.phase) == (1, reason, "finished")
+    assert (game.state.result.winner, game.state.result.reason, game.state.phase) == (
+        1,
+        reason,
+        "finished",
+    )
 
 
 def test_the_auction_clock_switches_with_each_raise_and_an_accept_starts_the_openers_clock():
@@ -127,11 +136,19 @@ def test_a_pass_and_play_hand_over_stops_the_clocks_until_the_next_player_reveal
     game = table([(6, 6), (0, 1)], [(0, 6), (1, 2)], hotseat=True)
     game.start()
     game.play(0, (6, 6))
-    assert (game.state.phase, game.state.resume_phase, game.state.deadline_ms) == ("handover", "play", None)
+    assert (game.state.phase, game.state.resume_phase, game.state.deadline_ms) == (
+        "handover",
+        "play",
+        None,
+    )
     game.reject(1, play_cmd((0, 6), (6, 6), "chain_a"), "clocks_standing", after_ms=DELAY + BANK)
     game.reject(None, {"type": "timeout"}, "clock_not_running", after_ms=DELAY + BANK)
     (start,) = game.start(after_ms=10 * BANK)
-    assert (start["type"], game.state.phase, game.state.turn_start_ms) == ("start", "play", game.now)
+    assert (start["type"], game.state.phase, game.state.turn_start_ms) == (
+        "start",
+        "play",
+        game.now,
+    )
     (event,) = game.play(1, (0, 6), (6, 6), "chain_a", after_ms=DELAY)
     assert event["banks_ms"] == [BANK, BANK]
 
@@ -147,7 +164,11 @@ def test_a_hand_over_happens_in_the_auction_too_but_not_when_the_same_player_goe
     assert (game.state.phase, game.state.decider) == ("handover", 1)
     game.start()
     game.play(1, (5, 5))
-    assert (game.state.phase, game.state.resume_phase, game.state.decider) == ("handover", "play", 0)
+    assert (game.state.phase, game.state.resume_phase, game.state.decider) == (
+        "handover",
+        "play",
+        0,
+    )
 
 
 def test_a_draw_in_pass_and_play_keeps_the_device_with_the_drawer():

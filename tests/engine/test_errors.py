@@ -103,7 +103,13 @@ REJECTIONS = [
     ("bad_command", opening, 0, {"type": "play", "tile": [6]}, 0),
     ("bad_command", opening, 0, {"type": "play", "tile": [True, 6]}, 0),
     ("bad_command", opening, 0, {"type": "play", "tile": "66"}, 0),
-    ("bad_command", opened, 1, {"type": "play", "tile": [0, 6], "place": {"tile": [6, 6], "side": "left"}}, 0),
+    (
+        "bad_command",
+        opened,
+        1,
+        {"type": "play", "tile": [0, 6], "place": {"tile": [6, 6], "side": "left"}},
+        0,
+    ),
     ("bad_command", opened, 1, {"type": "play", "tile": [0, 6], "place": [[6, 6], "chain_a"]}, 0),
     ("bad_command", opened, 1, {"type": "play", "tile": [0, 6], "place": {"side": "chain_a"}}, 0),
     ("bad_command", opening, None, {"type": "void"}, 0),
@@ -122,9 +128,13 @@ REJECTIONS = [
 
 
 @pytest.mark.parametrize(
-    "code, situation, seat, command, after_ms", REJECTIONS, ids=[f"{r[0]}-{r[1].__name__}" for r in REJECTIONS]
+    "code, situation, seat, command, after_ms",
+    REJECTIONS,
+    ids=[f"{r[0]}-{r[1].__name__}" for r in REJECTIONS],
 )
-def test_an_illegal_command_is_refused_with_its_code_and_changes_nothing(code, situation, seat, command, after_ms):
+def test_an_illegal_command_is_refused_with_its_code_and_changes_nothing(
+    code, situation, seat, command, after_ms
+):
     situation().reject(seat, command, code, after_ms)
 
 
@@ -157,7 +167,11 @@ def test_a_void_after_a_finished_match_voids_it():
     game = finished()
     (event,) = game.send(None, {"type": "void", "why": "the server clock jumped"})
     assert (event["type"], event["seat"], event["why"]) == ("void", None, "the server clock jumped")
-    assert (game.state.result.winner, game.state.result.reason, game.state.phase) == (None, "void", "finished")
+    assert (game.state.result.winner, game.state.result.reason, game.state.phase) == (
+        None,
+        "void",
+        "finished",
+    )
 
 
 def test_resigning_loses_the_match_at_any_moment():

@@ -10,32 +10,78 @@ from .builders import auction_table
 # The seed's sequence: (tile, place it goes on or None, end total, counted contributions as the
 # Polish text lists them, open places as the Polish text lists them).
 SEQUENCE = [
-    ((1, 4), None, 5, {((1, 4), "high"): 4, ((1, 4), "low"): 1},
-     {((1, 4), "high", 4), ((1, 4), "low", 1)}),
-    ((1, 1), ((1, 4), "low"), 6, {((1, 1), None): 2, ((1, 4), "high"): 4},
-     {((1, 1), "chain_b", 1), ((1, 4), "high", 4)}),
-    ((4, 4), ((1, 4), "high"), 10, {((1, 1), None): 2, ((4, 4), "chain_b"): 8},
-     {((1, 1), "chain_b", 1), ((4, 4), "chain_b", 4)}),
-    ((3, 4), ((4, 4), "chain_b"), 5, {((1, 1), None): 2, ((3, 4), "low"): 3},
-     {((1, 1), "chain_b", 1), ((3, 4), "low", 3)}),
-    ((1, 2), ((1, 1), "chain_b"), 5, {((1, 2), "high"): 2, ((3, 4), "low"): 3},
-     {((1, 1), "arm_a", 1), ((1, 1), "arm_b", 1), ((1, 2), "high", 2), ((3, 4), "low", 3)}),
-    ((1, 5), ((1, 1), "arm_a"), 10, {((1, 2), "high"): 2, ((1, 5), "high"): 5, ((3, 4), "low"): 3},
-     {((1, 1), "arm_b", 1), ((1, 2), "high", 2), ((1, 5), "high", 5), ((3, 4), "low", 3)}),
-    ((5, 5), ((1, 5), "high"), 15, {((1, 2), "high"): 2, ((5, 5), "chain_b"): 10, ((3, 4), "low"): 3},
-     {((1, 1), "arm_b", 1), ((1, 2), "high", 2), ((5, 5), "chain_b", 5), ((3, 4), "low", 3)}),
-    ((0, 5), ((5, 5), "chain_b"), 5, {((0, 5), "low"): 0, ((1, 2), "high"): 2, ((3, 4), "low"): 3},
-     {((0, 5), "low", 0), ((1, 1), "arm_b", 1), ((1, 2), "high", 2), ((3, 4), "low", 3)}),
-    ((1, 3), ((1, 1), "arm_b"), 8,
-     {((0, 5), "low"): 0, ((1, 2), "high"): 2, ((1, 3), "high"): 3, ((3, 4), "low"): 3},
-     {((0, 5), "low", 0), ((1, 2), "high", 2), ((1, 3), "high", 3), ((3, 4), "low", 3)}),
+    (
+        (1, 4),
+        None,
+        5,
+        {((1, 4), "high"): 4, ((1, 4), "low"): 1},
+        {((1, 4), "high", 4), ((1, 4), "low", 1)},
+    ),
+    (
+        (1, 1),
+        ((1, 4), "low"),
+        6,
+        {((1, 1), None): 2, ((1, 4), "high"): 4},
+        {((1, 1), "chain_b", 1), ((1, 4), "high", 4)},
+    ),
+    (
+        (4, 4),
+        ((1, 4), "high"),
+        10,
+        {((1, 1), None): 2, ((4, 4), "chain_b"): 8},
+        {((1, 1), "chain_b", 1), ((4, 4), "chain_b", 4)},
+    ),
+    (
+        (3, 4),
+        ((4, 4), "chain_b"),
+        5,
+        {((1, 1), None): 2, ((3, 4), "low"): 3},
+        {((1, 1), "chain_b", 1), ((3, 4), "low", 3)},
+    ),
+    (
+        (1, 2),
+        ((1, 1), "chain_b"),
+        5,
+        {((1, 2), "high"): 2, ((3, 4), "low"): 3},
+        {((1, 1), "arm_a", 1), ((1, 1), "arm_b", 1), ((1, 2), "high", 2), ((3, 4), "low", 3)},
+    ),
+    (
+        (1, 5),
+        ((1, 1), "arm_a"),
+        10,
+        {((1, 2), "high"): 2, ((1, 5), "high"): 5, ((3, 4), "low"): 3},
+        {((1, 1), "arm_b", 1), ((1, 2), "high", 2), ((1, 5), "high", 5), ((3, 4), "low", 3)},
+    ),
+    (
+        (5, 5),
+        ((1, 5), "high"),
+        15,
+        {((1, 2), "high"): 2, ((5, 5), "chain_b"): 10, ((3, 4), "low"): 3},
+        {((1, 1), "arm_b", 1), ((1, 2), "high", 2), ((5, 5), "chain_b", 5), ((3, 4), "low", 3)},
+    ),
+    (
+        (0, 5),
+        ((5, 5), "chain_b"),
+        5,
+        {((0, 5), "low"): 0, ((1, 2), "high"): 2, ((3, 4), "low"): 3},
+        {((0, 5), "low", 0), ((1, 1), "arm_b", 1), ((1, 2), "high", 2), ((3, 4), "low", 3)},
+    ),
+    (
+        (1, 3),
+        ((1, 1), "arm_b"),
+        8,
+        {((0, 5), "low"): 0, ((1, 2), "high"): 2, ((1, 3), "high"): 3, ((3, 4), "low"): 3},
+        {((0, 5), "low", 0), ((1, 2), "high", 2), ((1, 3), "high", 3), ((3, 4), "low", 3)},
+    ),
 ]
 
 
 def layouts_of(sequence):
     layout = Layout()
     for tile, on, *_ in sequence:
-        layout = layout.open_with(tile) if on is None else layout.play(tile, on, layout.open_value(on))
+        layout = (
+            layout.open_with(tile) if on is None else layout.play(tile, on, layout.open_value(on))
+        )
         yield layout
 
 
@@ -58,12 +104,16 @@ def test_only_the_first_double_is_the_spinner_and_later_doubles_play_in_line():
     assert last.spinner == (1, 1)
     joined = {p.tile: p.joined for p in last.placements}
     assert joined[(4, 4)] == joined[(5, 5)] == "chain_a"
-    assert not any(side.startswith("arm") for tile, side, _ in last.open_places if tile in ((4, 4), (5, 5)))
+    assert not any(
+        side.startswith("arm") for tile, side, _ in last.open_places if tile in ((4, 4), (5, 5))
+    )
 
 
 def test_the_spinners_arms_open_only_once_both_chain_sides_are_taken():
     steps = list(layouts_of(SEQUENCE))
-    arms = [{side for tile, side, _ in layout.open_places if side.startswith("arm")} for layout in steps]
+    arms = [
+        {side for tile, side, _ in layout.open_places if side.startswith("arm")} for layout in steps
+    ]
     assert arms[:4] == [set()] * 4
     assert arms[4] == {"arm_a", "arm_b"}
 
@@ -79,12 +129,18 @@ OPENINGS = [
     ([(0, 0)], 0, {((0, 0), None): 0}, {((0, 0), "chain_a", 0), ((0, 0), "chain_b", 0)}),
     ([(2, 2)], 4, {((2, 2), None): 4}, {((2, 2), "chain_a", 2), ((2, 2), "chain_b", 2)}),
     ([(5, 5)], 10, {((5, 5), None): 10}, {((5, 5), "chain_a", 5), ((5, 5), "chain_b", 5)}),
-    ([(3, 6), (6, 6)], 15, {((3, 6), "low"): 3, ((6, 6), None): 12},
-     {((3, 6), "low", 3), ((6, 6), "chain_b", 6)}),
+    (
+        [(3, 6), (6, 6)],
+        15,
+        {((3, 6), "low"): 3, ((6, 6), None): 12},
+        {((3, 6), "low", 3), ((6, 6), "chain_b", 6)},
+    ),
 ]
 
 
-@pytest.mark.parametrize("tiles, total, counted, places", OPENINGS, ids=["[0|0]", "[2|2]", "[5|5]", "[3|6]+[6|6]"])
+@pytest.mark.parametrize(
+    "tiles, total, counted, places", OPENINGS, ids=["[0|0]", "[2|2]", "[5|5]", "[3|6]+[6|6]"]
+)
 def test_openings_count_as_the_seed_shows(tiles, total, counted, places):
     layout = Layout().open_with(tiles[0])
     if len(tiles) == 2:
@@ -156,6 +212,9 @@ def test_a_20_won_from_a_player_holding_5_moves_5_and_ends_the_match():
     assert (game.state.result.winner, game.state.result.reason) == (0, "points")
 
 
-@pytest.mark.parametrize("pips, rounded", [(0, 0), (1, 0), (2, 0), (3, 5), (4, 5), (5, 5), (16, 15), (17, 15), (18, 20), (19, 20)])
+@pytest.mark.parametrize(
+    "pips, rounded",
+    [(0, 0), (1, 0), (2, 0), (3, 5), (4, 5), (5, 5), (16, 15), (17, 15), (18, 20), (19, 20)],
+)
 def test_a_blocked_hand_rounds_to_the_nearest_multiple_of_5(pips, rounded):
     assert round_to_5(pips) == rounded

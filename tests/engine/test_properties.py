@@ -15,13 +15,11 @@ from hypothesis import strategies as st
 
 from engine import IllegalCommand, apply, legal_commands, new_match, next_round, replay
 from engine.layout import SIDES
-from engine.shuffle import deal_from_seed
-from engine.simulate import round_seed
 from engine.state import FINISHED, HANDOVER, READY, SETTLED
 from engine.tiles import FULL_SET
 
 from .builders import T0
-from .drive import play_match
+from .drive import dealt, play_match
 from .views import assert_view_hides_secrets
 
 seeds = st.integers(min_value=0, max_value=2**64)
@@ -40,9 +38,24 @@ def check_invariants(before, seat, command, after, events):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=seeds, bots=bot_pairs, hotseat=st.booleans(), slow=st.sampled_from([0.0, 0.01, 0.05]), quit=st.sampled_from([0.0, 0.002]))
-def test_every_match_ends_conserving_300_points_and_replays_to_the_same_state(seed, bots, hotseat, slow, quit):
-    played = play_match(seed, bots=bots, hotseat=hotseat, slow_chance=slow, quit_chance=quit, on_step=check_invariants)
+@given(
+    seed=seeds,
+    bots=bot_pairs,
+    hotseat=st.booleans(),
+    slow=st.sampled_from([0.0, 0.01, 0.05]),
+    quit=st.sampled_from([0.0, 0.002]),
+)
+def test_every_match_ends_conserving_300_points_and_replays_to_the_same_state(
+    seed, bots, hotseat, slow, quit
+):
+    played = play_match(
+        seed,
+        bots=bots,
+        hotseat=hotseat,
+        slow_chance=slow,
+        quit_chance=quit,
+        on_step=check_invariants,
+    )
     assert played.state.phase == FINISHED
     assert played.record["status"] in ("finished", "void")
     assert replay(played.record) == played.state
@@ -56,18 +69,31 @@ def check_conservation(before, seat, command, after, events):
 @given(seed=seeds, bots=bot_pairs, slow=st.sampled_from([0.01, 0.05]))
 def test_many_more_matches_end_with_the_300_points_conserved(seed, bots, slow):
     played = play_match(seed, bots=bots, slow_chance=slow, on_step=check_conservation)
-    assert played.state.phase == FINISHED and played.state.result.reason in ("points", "time", "abandon")
+    assert played.state.phase == FINISHED and played.state.result.reason in (
+        "points",
+        "time",
+        "abandon",
+    )
     assert 0 in played.state.balances or 0 in played.state.banks_ms
 
 
-# --- legality is exactly legal_commands ------------------------------------------------------------
+# --- legality is exactly legal_commands -------------------------------------------------------
 
 
 MALFORMED = [
-    None, [], "play", {"type": None}, {"type": "pass"}, {"type": "void"}, {"type": "play", "tile": [7, 0]},
-    {"type": "play", "tile": [1]}, {"type": "play", "tile": [0, 0], "place": "x"},
+    None,
+    [],
+    "play",
+    {"type": None},
+    {"type": "pass"},
+    {"type": "void"},
+    {"type": "play", "tile": [7, 0]},
+    {"type": "play", "tile": [1]},
+    {"type": "play", "tile": [0, 0], "place": "x"},
     {"type": "play", "tile": [0, 0], "place": {"tile": [0, 0], "side": "up"}},
-    {"type": "offer", "amount": "20"}, {"type": "offer", "amount": 20.0}, {"type": "offer"},
+    {"type": "offer", "amount": "20"},
+    {"type": "offer", "amount": 20.0},
+    {"type": "offer"},
 ]
 SIMPLE = ["draw", "accept", "waive", "start", "resign", "timeout", "abandon"]
 
@@ -120,7 +146,10 @@ def assert_legality_is_exactly_legal_commands(state, now, rng, tries=8):
             assert state == before
         else:
             # The server's own commands are not offered to players; they have their own tests.
-            assert seat is None and command["type"] in ("void", "timeout", "abandon"), (seat, command)
+            assert seat is None and command["type"] in ("void", "timeout", "abandon"), (
+                seat,
+                command,
+            )
 
 
 choice_index = st.integers(0, 2**16)
@@ -128,18 +157,22 @@ choice_index = st.integers(0, 2**16)
 
 @settings(max_examples=100, deadline=None)
 @given(seed=seeds, hotseat=st.booleans(), steps=st.integers(1, 80), data=st.data())
-def test_every_offered_command_is_accepted_and_every_other_is_rejected_without_change(seed, hotseat, steps, data):
+def test_every_offered_command_is_accepted_and_every_other_is_rejected_without_change(
+    seed, hotseat, steps, data
+):
     rng = random.Random(seed)
-    state = new_match(deal_from_seed(round_seed(seed, 0, 1)), hotseat=hotseat)
+    state = new_match(dealt(seed, 1), hotseat=hotseat)
     now = T0
     for _ in range(steps):
         if state.phase == FINISHED:
             break
         if state.phase == SETTLED:
-            state = next_round(state, deal_from_seed(round_seed(seed, 0, state.round_no + 1)))
+            state = next_round(state, dealt(seed, state.round_no + 1))
         assert_legality_is_exactly_legal_commands(state, now, rng)
         seat = None if state.phase in (READY, HANDOVER) else state.decider
-        choices = [c for c in legal_commands(state, 0 if seat is None else seat) if c["type"] != "resign"]
+        choices = [
+            c for c in legal_commands(state, 0 if seat is None else seat) if c["type"] != "resign"
+        ]
         command = choices[data.draw(choice_index) % len(choices)]
         now += rng.randrange(12_000)
         state, _ = apply(state, seat, command, now)
@@ -159,5 +192,7 @@ def test_a_live_record_replays_to_the_live_state_with_the_seed_still_withheld():
     if not live.round_over:
         rounds[-1]["seed"] = None
     record.update(rounds=rounds, status="live", result=None, balances=list(live.balances))
-    expected = live if live.round_over else with_fields(live, deal=with_fields(live.deal, seed=None))
+    expected = (
+        live if live.round_over else with_fields(live, deal=with_fields(live.deal, seed=None))
+    )
     assert replay(record) == expected

@@ -18,8 +18,14 @@ from .builders import deal, play_cmd, table
         ([(1, 6), (0, 1)], [(2, 5), (0, 2)], 0, (1, 6)),
         ([(4, 6), (0, 1)], [(5, 6), (0, 2)], 1, (5, 6)),
     ],
-    ids=["highest double", "any double beats any other tile", "a double beats a heavier tile",
-         "[1|6] beats [2|5] (seat 1)", "[1|6] beats [2|5] (seat 0)", "highest pip sum"],
+    ids=[
+        "highest double",
+        "any double beats any other tile",
+        "a double beats a heavier tile",
+        "[1|6] beats [2|5] (seat 1)",
+        "[1|6] beats [2|5] (seat 0)",
+        "highest pip sum",
+    ],
 )
 def test_the_rank_opening_is_forced_on_its_holder(hand0, hand1, opener, tile):
     game = table(hand0, hand1)
@@ -38,7 +44,12 @@ def test_the_opening_tile_scores_like_any_play():
     game = table([(5, 5), (0, 1)], [(2, 3), (0, 2)])
     game.start()
     (event, *_) = game.play(0, (5, 5))
-    assert (event["place"], event["ends"], event["points"], event["balances"]) == (None, 10, 10, [160, 140])
+    assert (event["place"], event["ends"], event["points"], event["balances"]) == (
+        None,
+        10,
+        10,
+        [160, 140],
+    )
 
 
 def test_the_turn_passes_to_the_opponent_after_a_double_and_after_a_score():
@@ -91,7 +102,10 @@ def test_a_pass_is_made_by_the_server_when_nothing_fits_and_the_boneyard_is_empt
     events = game.start()
     assert [e["type"] for e in events] == ["start"]
     events = game.play(0, (6, 6))
-    assert [(e["type"], e["seat"], e.get("auto")) for e in events] == [("play", 0, None), ("pass", 1, True)]
+    assert [(e["type"], e["seat"], e.get("auto")) for e in events] == [
+        ("play", 0, None),
+        ("pass", 1, True),
+    ]
     assert game.state.decider == 0 and game.state.passes == 1
     game.play(0, (5, 6), (6, 6), "chain_a")
     assert game.state.passes == 0
@@ -116,22 +130,35 @@ BLOCKS = [
 ]
 
 
-@pytest.mark.parametrize("rest0, hand1, winner, points, balances", BLOCKS, ids=["4 vs 18", "4 vs 17", "6 vs 6", "18 vs 4"])
-def test_a_block_pays_the_lighter_hand_the_heavier_sum_rounded_to_5(rest0, hand1, winner, points, balances):
+@pytest.mark.parametrize(
+    "rest0, hand1, winner, points, balances",
+    BLOCKS,
+    ids=["4 vs 18", "4 vs 17", "6 vs 6", "18 vs 4"],
+)
+def test_a_block_pays_the_lighter_hand_the_heavier_sum_rounded_to_5(
+    rest0, hand1, winner, points, balances
+):
     game = table([(6, 6), (5, 6), *rest0], hand1, boneyard=())
     game.start()
     game.play(0, (6, 6))
     events = game.play(0, (5, 6), (6, 6), "chain_a")
     assert [e["type"] for e in events] == ["play", "pass", "pass", "settle"]
     settle = events[-1]
-    assert (settle["end"], settle["winner"], settle["points"], settle["balances"]) == ("block", winner, points, balances)
+    assert (settle["end"], settle["winner"], settle["points"], settle["balances"]) == (
+        "block",
+        winner,
+        points,
+        balances,
+    )
     assert game.state.phase == "settled" and game.state.settlement == settle
     after = next_round(game.state, deal([(1, 1)], [(2, 2)]))
     assert (after.opening, after.jockey, after.round_no) == ("rank", None, 2)
 
 
 def test_a_block_that_empties_the_heavier_balance_ends_the_match():
-    game = table([(6, 6), (5, 6), (0, 1), (0, 3)], [(4, 4), (2, 4), (1, 3)], boneyard=(), balances=(285, 15))
+    game = table(
+        [(6, 6), (5, 6), (0, 1), (0, 3)], [(4, 4), (2, 4), (1, 3)], boneyard=(), balances=(285, 15)
+    )
     game.start()
     game.play(0, (6, 6))
     events = game.play(0, (5, 6), (6, 6), "chain_a")
@@ -145,9 +172,13 @@ def test_a_domino_makes_the_jockey_and_earns_no_bonus():
     game.start()
     events = game.play(0, (6, 6))
     settle = events[-1]
-    assert (settle["end"], settle["winner"], settle["pips"], settle["points"], settle["balances"]) == (
-        "domino", 0, [0, 27], 0, [150, 150]
-    )
+    assert (
+        settle["end"],
+        settle["winner"],
+        settle["pips"],
+        settle["points"],
+        settle["balances"],
+    ) == ("domino", 0, [0, 27], 0, [150, 150])
     after = next_round(game.state, deal([(1, 1)], [(2, 2)]))
     assert (after.opening, after.jockey, after.phase) == ("auction", 0, "ready")
 
@@ -156,4 +187,9 @@ def test_the_last_tile_scores_as_usual_before_the_round_ends():
     game = table([(5, 5)], [(4, 5), (1, 2)])
     game.start()
     play, settle = game.play(0, (5, 5))
-    assert (play["points"], settle["type"], settle["points"], settle["balances"]) == (10, "settle", 0, [160, 140])
+    assert (play["points"], settle["type"], settle["points"], settle["balances"]) == (
+        10,
+        "settle",
+        0,
+        [160, 140],
+    )

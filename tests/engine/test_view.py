@@ -29,12 +29,19 @@ def test_seat_1_sees_its_own_hand_and_its_choices():
     seen = assert_view_hides_secrets(game.state, 1)
     assert seen["hand"] == [[0, 6], [1, 2], [4, 4]]
     assert seen["legal"]["plays"] == [
-        {"tile": [0, 6], "places": [{"tile": [6, 6], "side": "chain_a"}, {"tile": [6, 6], "side": "chain_b"}]}
+        {
+            "tile": [0, 6],
+            "places": [{"tile": [6, 6], "side": "chain_a"}, {"tile": [6, 6], "side": "chain_b"}],
+        }
     ]
     assert seen["layout"]["end_total"] == 12
     assert seen["layout"]["counted"] == [{"tile": [6, 6], "side": None, "value": 12}]
     assert seen["clock"] == {
-        "running": True, "seat": 1, "turn_start_ms": game.now, "delay_ms": 10_000, "deadline_ms": game.now + 130_000,
+        "running": True,
+        "seat": 1,
+        "turn_start_ms": game.now,
+        "delay_ms": 10_000,
+        "deadline_ms": game.now + 130_000,
     }
 
 
