@@ -4,6 +4,7 @@ reach it through its group. The messages are documented in docs/protocol.md."""
 
 from __future__ import annotations
 
+import json
 import logging
 
 from channels.db import database_sync_to_async
@@ -18,6 +19,7 @@ from .selectors import events_since, match_state
 log = logging.getLogger(__name__)
 
 CLOSE_NO_SUCH_MATCH = 4404
+NOT_JSON = object()  # what a frame that is not JSON text decodes to
 
 
 class MatchConsumer(AsyncJsonWebsocketConsumer):
@@ -49,6 +51,14 @@ class MatchConsumer(AsyncJsonWebsocketConsumer):
         await self.channel_layer.group_discard(broadcast.group_name(self.match_id, self.audience), self.channel_name)
         for seat in self.seats:
             await presence.left(self.match_id, seat)
+
+    async def receive(self, text_data=None, bytes_data=None, **kwargs):
+        """Anything but a text frame of JSON is a bad message, answered, not a crash."""
+        try:
+            content = json.loads(text_data) if text_data else NOT_JSON
+        except ValueError:
+            content = NOT_JSON
+        await self.receive_json(content, **kwargs)
 
     async def receive_json(self, content, **kwargs):
         if not self.bucket.allow(timekeeping.monotonic_ms()):
