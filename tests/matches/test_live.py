@@ -1,0 +1,364 @@
+"""End to end: WebSocket clients against a real Daphne, the channels-redis layer and a real
+Celery worker (small clocks: a 1.5 s bank and a 0.3 s delay unless a test gives more).
+
+Each test sets up its rows synchronously, runs its clients in ``asyncio.run``, then checks the
+database; conditions are waited for, never slept on."""
+
+import asyncio
+import json
+import random
+import uuid
+
+import engine
+import pytest
+import websockets
+
+from matches import services, timekeeping
+from matches.botclient import MatchClient, origin_of, play_match, ws_url_of
+from matches.broadcast import visible_event
+from matches.models import Match, TimingFault
+from matches.selectors import match_record
+from tests.matches.conftest import session_cookie
+from tests.support import wait_until
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+FAST = engine.ClockConfig(bank_ms=1_500, delay_ms=300)
+ROOMY = engine.ClockConfig(bank_ms=60_000, delay_ms=5_000)  # latency never matters
+
+
+class Duel:
+    def __init__(self, match: Match, url: str, cookies: dict):
+        self.match = match
+        self.url = url
+        self.cookies = cookies  # seat -> sessionid
+
+    async def client(self, seat: int | None) -> MatchClient:
+        cookie = None if seat is None else self.cookies[seat]
+        client = await MatchClient.connect(self.url, self.match.pk, sessionid=cookie, name=f"seat{seat}")
+        await client.wait_for(lambda c: c.state is not None)
+        return client
+
+    def refreshed(self) -> Match:
+        self.match.refresh_from_db()
+        return self.match
+
+    def events(self) -> list[dict]:
+        return [e for r in self.refreshed().record["rounds"] for e in r["events"]]
+
+
+@pytest.fixture
+def duel(fast_servers, fast_settings, make_user):
+    def make(clock=ROOMY, *, rated=False, grace_ms=600, users=None, mode=Match.Mode.ONLINE):
+        fast_settings.START_GRACE_MS = grace_ms  # the first Start wait is set by this process
+        player0, player1 = users or (make_user(), make_user())
+        match = services.match_create(player0=player0, player1=player1, rated=rated, mode=mode,
+                                      now_ms=timekeeping.now_ms(), clock=clock)  # fmt: skip
+        return Duel(match, fast_servers.url, {0: session_cookie(player0), 1: session_cookie(player1)})
+
+    return make
+
+
+# --- what a seat may learn -------------------------------------------------------------------------
+
+
+def view_tiles(view: dict) -> set:
+    """Every tile a view mentions (its hand, the drawn tile, the legal plays, the layout)."""
+    tiles = [*(view["hand"] or []), *([view["must_play"]] if view["must_play"] else [])]
+    layout = view["layout"]
+    tiles += [t["tile"] for t in layout["tiles"]] + [p["tile"] for p in layout["places"]]
+    tiles += [c["tile"] for c in layout["counted"]] + ([layout["spinner"]] if layout["spinner"] else [])
+    for option in (view["legal"] or {}).get("plays", []):
+        tiles.append(option["tile"])
+        tiles += [p["tile"] for p in option["places"] if p]
+    return {tuple(t) for t in tiles}
+
+
+def assert_nothing_secret_reached(client: MatchClient, record: dict) -> None:
+    """No message to this seat (or spectator) holds the opponent's tiles or the boneyard."""
+    seat = client.seat
+    rounds = record["rounds"]
+    for message in client.messages:
+        raw = json.dumps(message)
+        assert '"hands"' not in raw and '"boneyard"' not in raw and '"seed"' not in raw
+        if message["type"] != "state":
+            continue
+        view, seq = message["view"], message["seq"]
+        assert view["seat"] == seat
+        played = rounds[view["round"] - 1]
+        public = {tuple(e["tile"]) for e in played["events"] if e["type"] == "play" and e["seq"] <= seq}
+        own = set()
+        if seat is not None:
+            own = {tuple(t) for t in played["hands"][seat]}
+            own |= {tuple(e["tile"]) for e in played["events"]
+                    if e["type"] == "draw" and e["seat"] == seat and e["seq"] <= seq}  # fmt: skip
+        else:
+            assert view["hand"] is None and view["legal"] is None
+        assert view_tiles(view) <= own | public, f"seat {seat} was told {view_tiles(view) - own - public}"
+        for event in message["events"]:
+            if event["type"] == "draw" and event["seat"] != seat:
+                assert "tile" not in event
+
+
+def assert_saw_every_event(client: MatchClient, record: dict) -> None:
+    events = [visible_event(e, client.seat) for r in record["rounds"] for e in r["events"]]
+    assert client.events == events
+
+
+# --- whole matches ---------------------------------------------------------------------------------
+
+
+def test_a_whole_match_to_a_zero_balance(duel):
+    table = duel(ROOMY)
+
+    async def scenario():
+        seat0, seat1, watcher = await table.client(0), await table.client(1), await table.client(None)
+        await asyncio.gather(
+            play_match(seat0, strategy="greedy", rng=random.Random(1), timeout=30),
+            play_match(seat1, strategy="random", rng=random.Random(2), timeout=30),
+        )
+        await watcher.wait_for(lambda c: c.over, 10)
+        for client in (seat0, seat1, watcher):
+            await client.close()
+        return seat0, seat1, watcher
+
+    clients = asyncio.run(scenario())
+    match = table.refreshed()
+    assert (match.status, match.reason) == ("finished", "points")
+    record = match_record(match)
+    assert sorted(record["balances"]) == [0, 300]
+    assert record["balances"][match.winner] == 300
+    for client in clients:
+        assert client.view["result"] == {"winner": match.winner, "reason": "points"}
+        assert_saw_every_event(client, record)
+        assert_nothing_secret_reached(client, record)
+    assert clients[0].seat == 0 and clients[1].seat == 1 and clients[2].seat is None
+
+
+def test_a_match_lost_on_time_with_both_clients_disconnected(duel):
+    table = duel(FAST)
+
+    async def scenario():
+        seat0, seat1 = await table.client(0), await table.client(1)
+        starter = seat0 if seat0.state["starter"] == 0 else seat1
+        ack = await starter.command({"type": "start"})
+        assert ack["type"] == "ack"
+        await seat0.close()
+        await seat1.close()
+
+    asyncio.run(scenario())
+    opener = engine.first_to_act(engine.new_match(engine.deal_from_seed(table.match.secret_seed)))
+    deadline = table.refreshed().deadline_ms
+    wait_until(lambda: table.refreshed().is_over, 15, message="the worker to end the match")
+    match = table.match
+    assert (match.status, match.winner, match.reason) == ("finished", 1 - opener, "abandon")
+    last = table.events()[-1]
+    assert (last["type"], last["seat"]) == ("abandon", opener)
+    assert 0 <= last["at_ms"] - deadline < 3_000
+    assert not TimingFault.objects.filter(match=match).exists()
+
+    async def later():  # whoever comes back sees the result
+        client = await table.client(1 - opener)
+        await client.close()
+        return client.view["result"]
+
+    assert asyncio.run(later()) == {"winner": 1 - opener, "reason": "abandon"}
+
+
+def test_a_connected_player_who_does_not_act_loses_on_time(duel):
+    table = duel(FAST)
+
+    async def scenario():
+        seat0, seat1 = await table.client(0), await table.client(1)
+        # Nobody presses Start: the server does after the grace, then the opener's clock runs out.
+        await seat0.wait_for(lambda c: c.over, 15)
+        await seat1.wait_for(lambda c: c.over, 15)
+        for client in (seat0, seat1):
+            await client.close()
+        return seat0, seat1
+
+    seat0, seat1 = asyncio.run(scenario())
+    match = table.refreshed()
+    types = [e["type"] for e in table.events()]
+    assert types == ["start", "timeout"]
+    assert match.reason == "time"
+    assert table.events()[0]["seat"] is None  # the server pressed Start
+    for client in (seat0, seat1):
+        assert [e["type"] for e in client.events] == types
+        assert client.view["result"] == {"winner": match.winner, "reason": "time"}
+
+
+# --- reconnecting, resync -------------------------------------------------------------------------
+
+
+def test_reconnect_mid_turn_gets_the_missed_events_and_the_clock_runs_on(duel):
+    table = duel(ROOMY, grace_ms=60_000)
+
+    async def scenario():
+        clients = {0: await table.client(0), 1: await table.client(1)}
+        starter = clients[0].state["starter"]
+        await clients[starter].command({"type": "start"})
+        await clients[0].wait_for(lambda c: c.view["to_act"] is not None)
+        mover = clients[0].view["to_act"]
+        other = 1 - mover
+        seen = clients[other].seq
+        await clients[other].close()  # the other player drops out ...
+        tile = clients[mover].view["legal"]["plays"][0]["tile"]
+        ack = await clients[mover].command({"type": "play", "tile": tile, "place": None})
+        assert ack["type"] == "ack" and not ack["late"]
+        deadline = (await clients[mover].wait_for(lambda c: c.state["seq"] == ack["seq"] and c.state))["deadline"]
+        # ... and comes back mid-turn (its own turn now), saying what it saw.
+        back = await table.client(other)
+        assert back.state["deadline"] == deadline  # the clock neither stopped nor reset
+        await back.send({"type": "hello", "last_seq": seen})
+        resync = await back.wait_for(lambda c: next((m for m in c.messages if m.get("events")), None))
+        assert resync["resync"] is True
+        assert [e["seq"] for e in resync["events"]] == list(range(seen + 1, ack["seq"] + 1))
+        assert resync["events"][0]["tile"] == tile
+        # It drops out again during its own turn and returns: still its turn, same deadline.
+        await back.close()
+        again = await table.client(other)
+        assert (again.view["to_act"], again.state["deadline"]) == (other, deadline)
+        reply = await again.command(play_options_first(again.view))
+        assert reply["type"] == "ack" and not reply["late"]
+        await again.close()
+        await clients[mover].close()
+
+    asyncio.run(scenario())
+    assert table.refreshed().status == "live"
+
+
+def play_options_first(view: dict) -> dict:
+    if view["legal"]["plays"]:
+        option = view["legal"]["plays"][0]
+        return {"type": "play", "tile": option["tile"], "place": option["places"][0]}
+    return {"type": "draw"}
+
+
+# --- refusing -------------------------------------------------------------------------------------
+
+
+def test_each_kind_of_illegal_command_is_answered_with_its_error_and_changes_nothing(duel):
+    table = duel(ROOMY, grace_ms=60_000)
+
+    async def scenario():
+        clients = {0: await table.client(0), 1: await table.client(1)}
+        watcher = await table.client(None)
+        starter = clients[0].state["starter"]
+
+        async def refused(seat, message, code):
+            client = watcher if seat is None else clients[seat]
+            states = sum(m["type"] == "state" for m in client.messages)
+            before = await asyncio.to_thread(table_seq)
+            if isinstance(message, str):
+                await client.ws.send(message)
+                reply = await client.wait_for(lambda c: c.messages[-1]["type"] == "error" and c.messages[-1])
+            else:
+                client.cseq += 1
+                reply = await client.command(message, cseq=client.cseq)
+            assert (reply["type"], reply["code"]) == ("error", code), reply
+            assert reply["reason"]
+            assert await asyncio.to_thread(table_seq) == before
+            assert sum(m["type"] == "state" for m in client.messages) == states
+
+        await refused(starter, "[1, 2]", "bad_message")
+        await refused(starter, "{not json", "bad_message")
+        await refused(starter, json.dumps({"type": "start", "cseq": "one"}), "bad_message")
+        await refused(starter, json.dumps({"type": "start", "cseq": 0}), "bad_message")
+        await refused(starter, {"type": "dance"}, "unknown_command")
+        await refused(starter, {"type": "resign", "nope": 1, "type2": 3} | {"type": 5}, "bad_command")
+        await refused(1 - starter, {"type": "start"}, "not_your_start")
+        own = clients[starter].view["hand"][0]
+        await refused(starter, {"type": "play", "tile": own, "place": None}, "clocks_standing")
+        await refused(starter, {"type": "timeout"}, "server_only")
+        await refused(None, {"type": "resign"}, "not_a_player")
+        await clients[starter].command({"type": "start"})
+        await clients[0].wait_for(lambda c: c.view["to_act"] is not None)
+        mover = clients[0].view["to_act"]
+        view = await clients[mover].wait_for(lambda c: c.view["legal"]["plays"] and c.view)
+        forced = view["legal"]["plays"][0]["tile"]
+        other_own = next(t for t in view["hand"] if t != forced)
+        not_mine = next([a, b] for a in range(7) for b in range(a, 7) if [a, b] not in view["hand"])
+        await refused(mover, {"type": "play", "tile": other_own, "place": None}, "wrong_opening_tile")
+        await refused(mover, {"type": "play", "tile": not_mine, "place": None}, "tile_not_in_hand")
+        await refused(mover, {"type": "play", "tile": forced, "place": {"tile": forced, "side": "low"}},
+                      "opening_has_no_place")  # fmt: skip
+        await refused(mover, {"type": "play", "tile": [3, 9], "place": None}, "bad_command")
+        await refused(mover, {"type": "offer", "amount": 20}, "no_auction")
+        await refused(mover, {"type": "start"}, "already_started")
+        # A command for the other seat: the seat field does not make one player act for another.
+        await refused(1 - mover, {"type": "play", "tile": forced, "place": None, "seat": mover}, "not_your_turn")
+        await refused(1 - mover, {"type": "draw"}, "not_your_turn")
+        # A duplicate is acknowledged, not applied twice.
+        first = await clients[mover].command({"type": "play", "tile": forced, "place": None}, cseq=50)
+        again = await clients[mover].command({"type": "play", "tile": forced, "place": None}, cseq=50)
+        assert (first["duplicate"], again["duplicate"], again["seq"]) == (False, True, first["seq"])
+        for client in (*clients.values(), watcher):
+            await client.close()
+
+    def table_seq():  # run in a thread of its own: no database calls on the event loop
+        from django.db import connection
+
+        try:
+            return Match.objects.values_list("seq", flat=True).get(pk=table.match.pk)
+        finally:
+            connection.close()
+
+    asyncio.run(scenario())
+    assert [e["type"] for e in table.events()] == ["start", "play"]
+
+
+def test_a_match_that_does_not_exist_closes_with_4404(fast_servers):
+    async def scenario():
+        url = ws_url_of(fast_servers.url, uuid.uuid4())
+        async with websockets.connect(url, origin=origin_of(fast_servers.url)) as ws:
+            with pytest.raises(websockets.ConnectionClosed):
+                await asyncio.wait_for(ws.recv(), 10)
+            return ws.close_code
+
+    assert asyncio.run(scenario()) == 4404
+
+
+def test_ping_is_answered_with_the_server_time_and_a_flood_is_rate_limited(duel):
+    table = duel(ROOMY, grace_ms=60_000)
+
+    async def scenario():
+        client = await table.client(0)
+        before = timekeeping.now_ms()
+        await client.send({"type": "ping", "t": 42})
+        pong = await client.wait_for(lambda c: next((m for m in c.messages if m["type"] == "pong"), None))
+        assert pong["t"] == 42 and before <= pong["server_ms"] <= timekeeping.now_ms()
+        for number in range(60):  # the burst allows 30
+            await client.send({"type": "ping", "t": number})
+        limited = await client.wait_for(lambda c: [m for m in c.messages if m.get("code") == "rate_limited"])
+        assert limited[0]["type"] == "error"
+        await client.close()
+        return sum(m["type"] == "pong" for m in client.messages)
+
+    pongs = asyncio.run(scenario())
+    assert 30 <= pongs < 61
+
+
+def test_pass_and_play_hands_over_and_reveals(duel, make_user):
+    solo = make_user()
+    table = duel(ROOMY, grace_ms=60_000, users=(solo, solo), mode=Match.Mode.HOTSEAT)
+
+    async def scenario():
+        device = await table.client(0)
+        starter = device.state["starter"]
+        assert device.seat == starter and device.view["hand"] is not None
+        await device.command({"type": "start", "seat": starter})
+        view = await device.wait_for(lambda c: c.view["legal"]["plays"] and c.view)
+        option = view["legal"]["plays"][0]
+        await device.command({"type": "play", "tile": option["tile"], "place": None, "seat": starter})
+        handover = await device.wait_for(lambda c: c.view["phase"] == "handover" and c.state)
+        assert handover["view"]["hand"] is None and handover["starter"] == 1 - starter
+        assert handover["deadline"]["kind"] == "start"
+        await device.command({"type": "start", "seat": 1 - starter})
+        revealed = await device.wait_for(lambda c: c.view["phase"] == "play" and c.state)
+        assert revealed["you"] == 1 - starter and revealed["view"]["hand"] is not None
+        await device.close()
+
+    asyncio.run(scenario())
+    events = table.events()
+    assert [(e["type"], e["seat"]) for e in events][-1] == ("start", 1 - events[0]["seat"])
