@@ -362,3 +362,50 @@ def test_pass_and_play_hands_over_and_reveals(duel, make_user):
     asyncio.run(scenario())
     events = table.events()
     assert [(e["type"], e["seat"]) for e in events][-1] == ("start", 1 - events[0]["seat"])
+
+
+def in_own_thread(function, **kwargs):
+    """Run a database call from a coroutine, in a thread with its own connection."""
+    from django.db import connection
+
+    def call():
+        try:
+            return function(**kwargs)
+        finally:
+            connection.close()
+
+    return asyncio.to_thread(call)
+
+
+def test_a_confirmed_fault_voids_a_rated_match_and_takes_its_rating_change_back(duel, make_user):
+    players = (make_user(on_ladder=True), make_user(on_ladder=True))
+    table = duel(ROOMY, rated=True, grace_ms=60_000, users=players)
+
+    def rating_rows():
+        return [type(p).objects.values_list("rating", "rated_games", "rated_wins", "rated_losses").get(pk=p.pk)
+                for p in players]  # fmt: skip
+
+    before = rating_rows()
+
+    async def scenario():
+        seat0, seat1 = await table.client(0), await table.client(1)
+        await seat1.command({"type": "resign"})
+        await seat0.wait_for(lambda c: c.over)
+        after_result = await in_own_thread(rating_rows)
+        # The service reports a late arrival stamp; the worker's re-check confirms it (conclusive).
+        await in_own_thread(services.fault_report, match_id=table.match.pk, kind=TimingFault.Kind.LATE_STAMP,
+                            detail={"lag_ms": 2_500.0})  # fmt: skip
+        for client in (seat0, seat1):
+            await client.wait_for(lambda c: c.view["result"]["reason"] == "void", 15)
+            await client.close()
+        return after_result, seat0
+
+    after_result, seat0 = asyncio.run(scenario())
+    assert after_result != before
+    match = table.refreshed()
+    assert (match.status, match.winner, match.reason) == ("void", None, "void")
+    assert rating_rows() == before
+    assert (match.rating_after0, match.rating_after1) == (None, None)
+    assert [e["type"] for e in table.events()] == ["resign", "void"]
+    assert [e["type"] for e in seat0.events] == ["resign", "void"]
+    assert TimingFault.objects.get(match=match).decided_by == "auto"

@@ -323,3 +323,45 @@ def test_a_void_is_told_to_a_finished_match_too(table):
     table.match.refresh_from_db()
     assert [e["type"] for e in table.events()] == ["resign", "void"]
     assert table.match.status == "void"
+
+
+# --- rated matches -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def rated_table(make_user):
+    player0, player1 = make_user("ala", on_ladder=True), make_user("olek", on_ladder=True)
+    match = services.match_create(player0=player0, player1=player1, rated=True, now_ms=T0)
+    return Table(match, {0: player0, 1: player1}, T0)
+
+
+def ratings(table):
+    return [type(u).objects.values_list("rating", "rated_games").get(pk=u.pk) for u in table.users.values()]
+
+
+def test_a_rated_result_changes_both_ratings_with_the_match(rated_table):
+    before = ratings(rated_table)
+    rated_table.submit(1, {"type": "resign"})
+    match = rated_table.match
+    assert [r for r, _ in ratings(rated_table)] == [match.rating_after0, match.rating_after1] == [1520, 1480]
+    assert [match.rating_before0, match.rating_before1] == [r for r, _ in before]
+    assert [p["rating_after"] for p in match_record(match)["players"]] == [1520, 1480]
+
+
+def test_a_confirmed_fault_voids_a_rated_match_and_takes_its_rating_change_back_exactly(rated_table):
+    rated_table.start()
+    before = ratings(rated_table)
+    deadline = rated_table.match.deadline_ms
+    services.match_expire(match_id=rated_table.match.pk, now_ms=deadline + 5_000)  # processed late
+    rated_table.match.refresh_from_db()
+    assert rated_table.match.status == "finished"
+    assert ratings(rated_table) != before
+    assert tasks.recheck_fault(TimingFault.objects.get().pk) == "confirmed"
+    match = rated_table.match
+    match.refresh_from_db()
+    assert (match.status, match.reason, match.winner) == ("void", "void", None)
+    assert ratings(rated_table) == before
+    assert (match.rating_after0, match.rating_after1) == (None, None)
+    assert match.rating_changes.filter(voided=True).count() == 2
+    assert [e["type"] for e in rated_table.events()][-2:] == ["abandon", "void"]
+    assert match_record(match)["result"] == {"winner": None, "reason": "void"}
