@@ -15,6 +15,7 @@ import random
 from urllib.parse import urlsplit
 
 import websockets
+
 from engine.bots import points_for
 from engine.layout import Layout, Placement
 from engine.rules import net_payment
@@ -55,12 +56,17 @@ class MatchClient:
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
-    async def connect(cls, base_url: str, match_id, *, sessionid: str | None = None, name: str = "") -> MatchClient:
+    async def connect(
+        cls, base_url: str, match_id, *, sessionid: str | None = None, name: str = ""
+    ) -> MatchClient:
         headers = {"Cookie": f"sessionid={sessionid}"} if sessionid else {}
         ws = await websockets.connect(
-            ws_url_of(base_url, match_id), origin=origin_of(base_url), additional_headers=headers,
-            open_timeout=10, max_size=2**22,
-        )  # fmt: skip
+            ws_url_of(base_url, match_id),
+            origin=origin_of(base_url),
+            additional_headers=headers,
+            open_timeout=10,
+            max_size=2**22,
+        )
         return cls(ws, name=name)
 
     # --- receiving ---------------------------------------------------------------------
@@ -109,20 +115,26 @@ class MatchClient:
                     if value:
                         return value
                     if self.closed:
-                        raise ConnectionError(f"{self.name}: closed ({self.close_code}) while waiting")
+                        raise ConnectionError(
+                            f"{self.name}: closed ({self.close_code}) while waiting"
+                        )
                     await self._changed.wait()
 
         return await asyncio.wait_for(waiting(), timeout)
 
     def replies_to(self, cseq: int) -> list[dict]:
-        return [m for m in self.messages if m.get("type") in ("ack", "error") and m.get("cseq") == cseq]
+        return [
+            m for m in self.messages if m.get("type") in ("ack", "error") and m.get("cseq") == cseq
+        ]
 
     # --- sending -----------------------------------------------------------------------
 
     async def send(self, message: dict) -> None:
         await self.ws.send(json.dumps(message))
 
-    async def command(self, command: dict, *, cseq: int | None = None, timeout: float = 10.0) -> dict:
+    async def command(
+        self, command: dict, *, cseq: int | None = None, timeout: float = 10.0
+    ) -> dict:
         """Send a command with the next ``cseq`` (or the one given) and return its ack or error."""
         if cseq is None:
             self.cseq += 1
@@ -166,17 +178,22 @@ class MatchClient:
 def layout_from_view(layout: dict) -> Layout:
     """The engine's layout rebuilt from the public ``view["layout"]`` (no secrets needed)."""
     placements = tuple(
-        Placement(tuple(t["tile"]), None if t["place"] is None else (tuple(t["place"]["tile"]), t["place"]["side"]),
-                  t["joined"])
+        Placement(
+            tuple(t["tile"]),
+            None if t["place"] is None else (tuple(t["place"]["tile"]), t["place"]["side"]),
+            t["joined"],
+        )
         for t in layout["tiles"]
-    )  # fmt: skip
+    )
     open_places = tuple((tuple(p["tile"]), p["side"], p["value"]) for p in layout["places"])
     spinner = None if layout["spinner"] is None else tuple(layout["spinner"])
     return Layout(placements, open_places, spinner)
 
 
 def play_options(view: dict) -> list[tuple[list, dict | None]]:
-    return [(option["tile"], place) for option in view["legal"]["plays"] for place in option["places"]]
+    return [
+        (option["tile"], place) for option in view["legal"]["plays"] for place in option["places"]
+    ]
 
 
 def choose(view: dict, strategy: str, rng: random.Random) -> dict:
@@ -210,14 +227,19 @@ def _play_value(layout: Layout, tile: list, place: dict | None) -> tuple:
 def _random_bid(legal: dict, rng: random.Random) -> dict:
     offers = legal["offer"]
     if offers and rng.random() < 0.5:
-        return {"type": "offer", "amount": rng.randrange(offers["min"], offers["max"] + 1, offers["step"])}
+        return {
+            "type": "offer",
+            "amount": rng.randrange(offers["min"], offers["max"] + 1, offers["step"]),
+        }
     return {"type": "waive" if legal["waive"] else "accept"}
 
 
 def _greedy_bid(view: dict) -> dict:
     """Offer what opening is worth to this hand (never the whole balance), else waive/accept."""
     legal, seat = view["legal"], view["seat"]
-    worth = GREEDY_TEMPO + max(points_for(Layout().open_with(tuple(t)).end_total()) for t in view["hand"])
+    worth = GREEDY_TEMPO + max(
+        points_for(Layout().open_with(tuple(t)).end_total()) for t in view["hand"]
+    )
     offers = legal["offer"]
     if offers:
         for amount in range(offers["min"], offers["max"] + 1, offers["step"]):
@@ -227,14 +249,23 @@ def _greedy_bid(view: dict) -> dict:
     return {"type": "waive" if legal["waive"] else "accept"}
 
 
-async def play_match(client: MatchClient, *, strategy: str = "random", rng: random.Random | None = None,
-                     pace_ms: int = 0, timeout: float = 60.0) -> dict:
+async def play_match(
+    client: MatchClient,
+    *,
+    strategy: str = "random",
+    rng: random.Random | None = None,
+    pace_ms: int = 0,
+    timeout: float = 60.0,
+) -> dict:
     """Play the client's seat until the match is over; returns the last state message.
     ``pace_ms`` is a pause before each decision (a person's thinking time)."""
     rng = rng or random.Random()
     acted_at = None  # the event number at which this seat last acted
     while True:
-        await client.wait_for(lambda c: c.over or (c.my_turn() and c.state["seq"] != acted_at), timeout)
+        await client.wait_for(
+            lambda c, acted_at=acted_at: c.over or (c.my_turn() and c.state["seq"] != acted_at),
+            timeout,
+        )
         if client.over:
             return client.state
         acted_at = client.state["seq"]

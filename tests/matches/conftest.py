@@ -14,11 +14,11 @@ import json
 import os
 import random
 
-import engine
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+import engine
 from matches import services
 from matches.models import Match
 from matches.selectors import match_record, match_state
@@ -28,8 +28,13 @@ from tests.support.servers import server_environment, start_celery_worker, start
 T0 = 1_800_000_000_000
 
 # The end-to-end clocks: a whole match takes seconds, and a timeout a couple of seconds.
-FAST = {"MATCH_BANK_MS": "1500", "MATCH_DELAY_MS": "300", "START_GRACE_MS": "600",
-        "HOTSEAT_REVEAL_GRACE_MS": "600", "TIMEOUT_LATE_TOLERANCE_MS": "3000"}  # fmt: skip
+FAST = {
+    "MATCH_BANK_MS": "1500",
+    "MATCH_DELAY_MS": "300",
+    "START_GRACE_MS": "600",
+    "HOTSEAT_REVEAL_GRACE_MS": "600",
+    "TIMEOUT_LATE_TOLERANCE_MS": "3000",
+}
 
 
 @pytest.fixture
@@ -38,7 +43,9 @@ def make_user(db):
 
     def make(name: str | None = None, **fields):
         name = name or f"player{next(counter)}"
-        return get_user_model().objects.create_user(name, password=None, **fields)  # no slow hashing
+        return get_user_model().objects.create_user(
+            name, password=None, **fields
+        )  # no slow hashing
 
     return make
 
@@ -60,7 +67,9 @@ def audit_finished_matches(request):
         record = match_record(match)
         _, problems = engine.audit(json.loads(json.dumps(record)))
         assert problems == [], f"match {match.pk} does not replay: {[str(p) for p in problems]}"
-        assert all(r["seed"] is not None for r in record["rounds"]), "a finished match reveals every seed"
+        assert all(r["seed"] is not None for r in record["rounds"]), (
+            "a finished match reveals every seed"
+        )
 
 
 # --- driving a match through the service with injected time ----------------------------------
@@ -87,7 +96,11 @@ class Table:
             self.cseq[slot] += 1
             cseq = self.cseq[slot]
         outcome = services.match_submit(
-            match_id=self.match.pk, user=self.users[seat], command=command, arrival_ms=self.now, cseq=cseq
+            match_id=self.match.pk,
+            user=self.users[seat],
+            command=command,
+            arrival_ms=self.now,
+            cseq=cseq,
         )
         self.match.refresh_from_db()
         return outcome
@@ -102,7 +115,9 @@ class Table:
         command = bot.choose(state, state.decider, rng or random.Random(0))
         return self.submit(state.decider, command, after_ms=after_ms)
 
-    def play_until(self, done, *, step_ms: int = 1_000, bot=None, seed: int = 0, limit: int = 5_000):
+    def play_until(
+        self, done, *, step_ms: int = 1_000, bot=None, seed: int = 0, limit: int = 5_000
+    ):
         """Start and decide (one step every ``step_ms``) until ``done(state)`` or the match ends."""
         rng = random.Random(seed)
         for _ in range(limit):
@@ -124,8 +139,12 @@ class Table:
 def table(make_user):
     """A fresh online match (unrated, default clock: 120 s bank, 10 s delay) created at T0."""
     player0, player1 = make_user("ala"), make_user("olek")
-    match = services.match_create(player0=player0, player1=player1, now_ms=T0,
-                                  clock=engine.ClockConfig(bank_ms=120_000, delay_ms=10_000))  # fmt: skip
+    match = services.match_create(
+        player0=player0,
+        player1=player1,
+        now_ms=T0,
+        clock=engine.ClockConfig(bank_ms=120_000, delay_ms=10_000),
+    )
     return Table(match, {0: player0, 1: player1}, T0)
 
 

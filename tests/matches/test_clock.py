@@ -1,10 +1,10 @@
 """The match clock through the service (RULES §7), with injected time: no clock is read and
 nothing sleeps. Default clock: a 120 s bank for the match, a 10 s delay per decision."""
 
-import engine
 import pytest
-from engine.legal import legal_plays
 
+import engine
+from engine.legal import legal_plays
 from matches import services
 from matches.models import Match
 from tests.matches.conftest import T0
@@ -51,7 +51,7 @@ def test_the_next_decision_starts_its_delay_when_the_previous_one_arrived(table)
 
 
 def _must_draw_and_will_fit(state):
-    """The decider cannot play, and some tile of the boneyard will fit (so the turn ends in a play)."""
+    """The decider cannot play, and a tile of the boneyard will fit (the turn ends in a play)."""
     return (
         state.phase == "play"
         and not legal_plays(state, state.decider)
@@ -72,7 +72,11 @@ def test_draws_keep_the_delay_of_the_turn(table):
     assert table.match.deadline_ms == deadline
     state = table.state
     place = state.layout.places_for(state.drawn)[0]
-    table.submit(seat, engine.legal.play_command(state.drawn, place), after_ms=turn_start + 13_000 - table.now)
+    table.submit(
+        seat,
+        engine.legal.play_command(state.drawn, place),
+        after_ms=turn_start + 13_000 - table.now,
+    )
     assert table.state.banks_ms[seat] == bank - 3_000  # 13 s for the whole turn, draws included
 
 
@@ -109,8 +113,13 @@ def hotseat(make_user):
     from tests.matches.conftest import Table
 
     user = make_user("solo")
-    match = services.match_create(player0=user, player1=user, mode=Match.Mode.HOTSEAT, now_ms=T0,
-                                  clock=engine.ClockConfig(bank_ms=BANK, delay_ms=DELAY))  # fmt: skip
+    match = services.match_create(
+        player0=user,
+        player1=user,
+        mode=Match.Mode.HOTSEAT,
+        now_ms=T0,
+        clock=engine.ClockConfig(bank_ms=BANK, delay_ms=DELAY),
+    )
     return Table(match, {0: user, 1: user}, T0)
 
 

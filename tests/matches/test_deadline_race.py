@@ -50,8 +50,13 @@ def test_a_command_stamped_1_ms_before_the_deadline_wins_over_the_timeout(table,
     assert services.match_expire(match_id=table.match.pk, now_ms=deadline + 40) == "command_pending"
     table.match.refresh_from_db()
     assert table.match.status == "live"
-    outcome = services.match_submit(match_id=table.match.pk, user=table.users[seat], command=play,
-                                    arrival_ms=deadline - 1, cseq=99)  # fmt: skip
+    outcome = services.match_submit(
+        match_id=table.match.pk,
+        user=table.users[seat],
+        command=play,
+        arrival_ms=deadline - 1,
+        cseq=99,
+    )
     assert outcome.late is False
     table.match.refresh_from_db()
     last = table.events()[-1]
@@ -61,17 +66,24 @@ def test_a_command_stamped_1_ms_before_the_deadline_wins_over_the_timeout(table,
 
 
 @pytest.mark.django_db
-def test_a_command_stamped_at_the_deadline_is_late_and_its_sender_loses_on_time(table, stamped, present):
+def test_a_command_stamped_at_the_deadline_is_late_and_its_sender_loses_on_time(
+    table, stamped, present
+):
     table.start()
     deadline = table.match.deadline_ms
     seat, play = opening_of(table)
     present(table.match, seat)
     stamped(table.match, deadline)  # at the deadline: not pending *before* it
-    outcome = services.match_submit(match_id=table.match.pk, user=table.users[seat], command=play,
-                                    arrival_ms=deadline, cseq=99)  # fmt: skip
+    outcome = services.match_submit(
+        match_id=table.match.pk, user=table.users[seat], command=play, arrival_ms=deadline, cseq=99
+    )
     assert outcome.late is True and outcome.duplicate is False
     table.match.refresh_from_db()
-    assert (table.match.status, table.match.winner, table.match.reason) == ("finished", 1 - seat, "time")
+    assert (table.match.status, table.match.winner, table.match.reason) == (
+        "finished",
+        1 - seat,
+        "time",
+    )
     last = table.events()[-1]
     assert (last["type"], last["seat"], last["at_ms"]) == ("timeout", seat, deadline)
     assert [e["type"] for e in table.events()] == ["start", "timeout"]  # the play was not applied
@@ -94,7 +106,7 @@ def test_an_arrival_lost_with_its_process_does_not_hold_off_the_timeout_for_ever
     assert services.match_expire(match_id=table.match.pk, now_ms=later) == "abandon"
 
 
-# --- the same race with real locks and threads -----------------------------------------------------
+# --- the same race with real locks and threads ----
 
 
 def in_thread(target):
@@ -125,7 +137,9 @@ def value_of(thread, results, timeout=30):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_with_real_locks_a_command_waiting_while_the_timeout_path_holds_the_lock_wins(table, stamped, monkeypatch):
+def test_with_real_locks_a_command_waiting_while_the_timeout_path_holds_the_lock_wins(
+    table, stamped, monkeypatch
+):
     table.start()
     deadline = table.match.deadline_ms
     seat, play = opening_of(table)
@@ -142,8 +156,15 @@ def test_with_real_locks_a_command_waiting_while_the_timeout_path_holds_the_lock
     assert has_lock.wait(20)
     # The command reaches the server 1 ms before the deadline: stamped, then it waits for the lock.
     stamped(table.match, deadline - 1)
-    command = in_thread(lambda: services.match_submit(match_id=table.match.pk, user=table.users[seat],
-                                                      command=play, arrival_ms=deadline - 1, cseq=99))  # fmt: skip
+    command = in_thread(
+        lambda: services.match_submit(
+            match_id=table.match.pk,
+            user=table.users[seat],
+            command=play,
+            arrival_ms=deadline - 1,
+            cseq=99,
+        )
+    )
     go_on.set()
     assert value_of(*expiry) == "command_pending"
     assert value_of(*command) == services.Outcome(seq=table.match.seq + 1)
@@ -169,8 +190,15 @@ def test_with_real_locks_a_command_waiting_for_the_lock_is_judged_by_its_arrival
         release.clear()
         holder = in_thread(hold_the_lock)
         assert has_lock.wait(20)
-        waiting = in_thread(lambda: services.match_submit(match_id=table.match.pk, user=table.users[seat],
-                                                          command=command, arrival_ms=arrival_ms, cseq=99))  # fmt: skip
+        waiting = in_thread(
+            lambda: services.match_submit(
+                match_id=table.match.pk,
+                user=table.users[seat],
+                command=command,
+                arrival_ms=arrival_ms,
+                cseq=99,
+            )
+        )
         release.set()
         value_of(*holder)
         return value_of(*waiting)

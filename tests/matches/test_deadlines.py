@@ -4,9 +4,9 @@ past so nothing waits."""
 
 import uuid
 
-import engine
 import pytest
 
+import engine
 from matches import deadlines, services, tasks, timekeeping
 from matches.models import Match, TimingFault
 from matches.redis_clients import sync_redis
@@ -29,8 +29,12 @@ def due_match(make_user):
     """A match (unrated) whose Start deadline passed 50 ms ago; on_commit hooks do not run in
     these tests, so no task was ever queued for it: as if the task was lost."""
     now = timekeeping.now_ms()
-    match = services.match_create(player0=make_user("ala"), player1=make_user("olek"), now_ms=now - GRACE - 50,
-                                  clock=engine.ClockConfig())  # fmt: skip
+    match = services.match_create(
+        player0=make_user("ala"),
+        player1=make_user("olek"),
+        now_ms=now - GRACE - 50,
+        clock=engine.ClockConfig(),
+    )
     assert match.deadline_ms < now
     return match
 
@@ -45,9 +49,12 @@ def test_the_sweeper_acts_on_a_deadline_whose_task_was_lost(due_match):
     assert not TimingFault.objects.exists()
 
 
-def test_the_sweeper_rebuilds_the_deadlines_from_the_database_when_redis_lost_them(due_match, make_user, own_deadline_set):
-    later = services.match_create(player0=make_user("ewa"), player1=make_user("jan"),
-                                  now_ms=timekeeping.now_ms())  # fmt: skip
+def test_the_sweeper_rebuilds_the_deadlines_from_the_database_when_redis_lost_them(
+    due_match, make_user, own_deadline_set
+):
+    later = services.match_create(
+        player0=make_user("ewa"), player1=make_user("jan"), now_ms=timekeeping.now_ms()
+    )
     assert not sync_redis().exists(own_deadline_set)
     assert tasks.sweep_deadlines() == 1
     due_match.refresh_from_db()
@@ -56,16 +63,24 @@ def test_the_sweeper_rebuilds_the_deadlines_from_the_database_when_redis_lost_th
 
 
 def test_the_sweeper_corrects_redis_when_the_database_disagrees(due_match):
-    services.match_submit(match_id=due_match.pk, user=due_match.player0, command={"type": "resign"},
-                          arrival_ms=timekeeping.now_ms())  # fmt: skip
+    services.match_submit(
+        match_id=due_match.pk,
+        user=due_match.player0,
+        command={"type": "resign"},
+        arrival_ms=timekeeping.now_ms(),
+    )
     deadlines.remember(str(due_match.pk), due_match.deadline_ms)  # stale: the match is over
     assert tasks.sweep_deadlines() == 0
     assert sync_redis().zscore(deadlines.DEADLINES_KEY, str(due_match.pk)) is None
 
 
 def test_the_rebuild_leaves_out_matches_that_are_over(due_match, make_user):
-    services.match_submit(match_id=due_match.pk, user=due_match.player1, command={"type": "resign"},
-                          arrival_ms=timekeeping.now_ms())  # fmt: skip
+    services.match_submit(
+        match_id=due_match.pk,
+        user=due_match.player1,
+        command={"type": "resign"},
+        arrival_ms=timekeeping.now_ms(),
+    )
     assert deadlines.rebuild() == 0
 
 
@@ -80,7 +95,8 @@ def test_the_task_for_a_deadline_acts_once(due_match):
 def test_a_task_that_fires_early_is_scheduled_again(make_user, monkeypatch):
     scheduled = []
     monkeypatch.setattr(deadlines, "schedule", lambda *args: scheduled.append(args))
-    match = services.match_create(player0=make_user("ala"), player1=make_user("olek"),
-                                  now_ms=timekeeping.now_ms())  # fmt: skip
+    match = services.match_create(
+        player0=make_user("ala"), player1=make_user("olek"), now_ms=timekeeping.now_ms()
+    )
     assert tasks.expire_match(str(match.pk), match.seq) == "early"
     assert scheduled == [(str(match.pk), match.seq, match.deadline_ms)]

@@ -9,10 +9,11 @@ import json
 import random
 import uuid
 
-import engine
 import pytest
 import websockets
+from django.contrib.auth import get_user_model
 
+import engine
 from matches import services, timekeeping
 from matches.botclient import MatchClient, origin_of, play_match, ws_url_of
 from matches.broadcast import visible_event
@@ -35,7 +36,9 @@ class Duel:
 
     async def client(self, seat: int | None) -> MatchClient:
         cookie = None if seat is None else self.cookies[seat]
-        client = await MatchClient.connect(self.url, self.match.pk, sessionid=cookie, name=f"seat{seat}")
+        client = await MatchClient.connect(
+            self.url, self.match.pk, sessionid=cookie, name=f"seat{seat}"
+        )
         await client.wait_for(lambda c: c.state is not None)
         return client
 
@@ -52,14 +55,22 @@ def duel(fast_servers, fast_settings, make_user):
     def make(clock=ROOMY, *, rated=False, grace_ms=600, users=None, mode=Match.Mode.ONLINE):
         fast_settings.START_GRACE_MS = grace_ms  # the first Start wait is set by this process
         player0, player1 = users or (make_user(), make_user())
-        match = services.match_create(player0=player0, player1=player1, rated=rated, mode=mode,
-                                      now_ms=timekeeping.now_ms(), clock=clock)  # fmt: skip
-        return Duel(match, fast_servers.url, {0: session_cookie(player0), 1: session_cookie(player1)})
+        match = services.match_create(
+            player0=player0,
+            player1=player1,
+            rated=rated,
+            mode=mode,
+            now_ms=timekeeping.now_ms(),
+            clock=clock,
+        )
+        return Duel(
+            match, fast_servers.url, {0: session_cookie(player0), 1: session_cookie(player1)}
+        )
 
     return make
 
 
-# --- what a seat may learn -------------------------------------------------------------------------
+# --- what a seat may learn ----
 
 
 def view_tiles(view: dict) -> set:
@@ -67,7 +78,9 @@ def view_tiles(view: dict) -> set:
     tiles = [*(view["hand"] or []), *([view["must_play"]] if view["must_play"] else [])]
     layout = view["layout"]
     tiles += [t["tile"] for t in layout["tiles"]] + [p["tile"] for p in layout["places"]]
-    tiles += [c["tile"] for c in layout["counted"]] + ([layout["spinner"]] if layout["spinner"] else [])
+    tiles += [c["tile"] for c in layout["counted"]] + (
+        [layout["spinner"]] if layout["spinner"] else []
+    )
     for option in (view["legal"] or {}).get("plays", []):
         tiles.append(option["tile"])
         tiles += [p["tile"] for p in option["places"] if p]
@@ -86,15 +99,22 @@ def assert_nothing_secret_reached(client: MatchClient, record: dict) -> None:
         view, seq = message["view"], message["seq"]
         assert view["seat"] == seat
         played = rounds[view["round"] - 1]
-        public = {tuple(e["tile"]) for e in played["events"] if e["type"] == "play" and e["seq"] <= seq}
+        public = {
+            tuple(e["tile"]) for e in played["events"] if e["type"] == "play" and e["seq"] <= seq
+        }
         own = set()
         if seat is not None:
             own = {tuple(t) for t in played["hands"][seat]}
-            own |= {tuple(e["tile"]) for e in played["events"]
-                    if e["type"] == "draw" and e["seat"] == seat and e["seq"] <= seq}  # fmt: skip
+            own |= {
+                tuple(e["tile"])
+                for e in played["events"]
+                if e["type"] == "draw" and e["seat"] == seat and e["seq"] <= seq
+            }
         else:
             assert view["hand"] is None and view["legal"] is None
-        assert view_tiles(view) <= own | public, f"seat {seat} was told {view_tiles(view) - own - public}"
+        assert view_tiles(view) <= own | public, (
+            f"seat {seat} was told {view_tiles(view) - own - public}"
+        )
         for event in message["events"]:
             if event["type"] == "draw" and event["seat"] != seat:
                 assert "tile" not in event
@@ -105,14 +125,18 @@ def assert_saw_every_event(client: MatchClient, record: dict) -> None:
     assert client.events == events
 
 
-# --- whole matches ---------------------------------------------------------------------------------
+# --- whole matches ----
 
 
 def test_a_whole_match_to_a_zero_balance(duel):
     table = duel(ROOMY)
 
     async def scenario():
-        seat0, seat1, watcher = await table.client(0), await table.client(1), await table.client(None)
+        seat0, seat1, watcher = (
+            await table.client(0),
+            await table.client(1),
+            await table.client(None),
+        )
         await asyncio.gather(
             play_match(seat0, strategy="greedy", rng=random.Random(1), timeout=30),
             play_match(seat1, strategy="random", rng=random.Random(2), timeout=30),
@@ -188,7 +212,7 @@ def test_a_connected_player_who_does_not_act_loses_on_time(duel):
         assert client.view["result"] == {"winner": match.winner, "reason": "time"}
 
 
-# --- reconnecting, resync -------------------------------------------------------------------------
+# --- reconnecting, resync ----
 
 
 def test_reconnect_mid_turn_gets_the_missed_events_and_the_clock_runs_on(duel):
@@ -206,12 +230,16 @@ def test_reconnect_mid_turn_gets_the_missed_events_and_the_clock_runs_on(duel):
         tile = clients[mover].view["legal"]["plays"][0]["tile"]
         ack = await clients[mover].command({"type": "play", "tile": tile, "place": None})
         assert ack["type"] == "ack" and not ack["late"]
-        deadline = (await clients[mover].wait_for(lambda c: c.state["seq"] == ack["seq"] and c.state))["deadline"]
+        deadline = (
+            await clients[mover].wait_for(lambda c: c.state["seq"] == ack["seq"] and c.state)
+        )["deadline"]
         # ... and comes back mid-turn (its own turn now), saying what it saw.
         back = await table.client(other)
         assert back.state["deadline"] == deadline  # the clock neither stopped nor reset
         await back.send({"type": "hello", "last_seq": seen})
-        resync = await back.wait_for(lambda c: next((m for m in c.messages if m.get("events")), None))
+        resync = await back.wait_for(
+            lambda c: next((m for m in c.messages if m.get("events")), None)
+        )
         assert resync["resync"] is True
         assert [e["seq"] for e in resync["events"]] == list(range(seen + 1, ack["seq"] + 1))
         assert resync["events"][0]["tile"] == tile
@@ -235,7 +263,7 @@ def play_options_first(view: dict) -> dict:
     return {"type": "draw"}
 
 
-# --- refusing -------------------------------------------------------------------------------------
+# --- refusing ----
 
 
 def test_each_kind_of_illegal_command_is_answered_with_its_error_and_changes_nothing(duel):
@@ -252,7 +280,9 @@ def test_each_kind_of_illegal_command_is_answered_with_its_error_and_changes_not
             before = await asyncio.to_thread(table_seq)
             if isinstance(message, str):
                 await client.ws.send(message)
-                reply = await client.wait_for(lambda c: c.messages[-1]["type"] == "error" and c.messages[-1])
+                reply = await client.wait_for(
+                    lambda c: c.messages[-1]["type"] == "error" and c.messages[-1]
+                )
             else:
                 client.cseq += 1
                 reply = await client.command(message, cseq=client.cseq)
@@ -266,7 +296,9 @@ def test_each_kind_of_illegal_command_is_answered_with_its_error_and_changes_not
         await refused(starter, json.dumps({"type": "start", "cseq": "one"}), "bad_message")
         await refused(starter, json.dumps({"type": "start", "cseq": 0}), "bad_message")
         await refused(starter, {"type": "dance"}, "unknown_command")
-        await refused(starter, {"type": "resign", "nope": 1, "type2": 3} | {"type": 5}, "bad_command")
+        await refused(
+            starter, {"type": "resign", "nope": 1, "type2": 3} | {"type": 5}, "bad_command"
+        )
         await refused(1 - starter, {"type": "start"}, "not_your_start")
         own = clients[starter].view["hand"][0]
         await refused(starter, {"type": "play", "tile": own, "place": None}, "clocks_standing")
@@ -279,19 +311,32 @@ def test_each_kind_of_illegal_command_is_answered_with_its_error_and_changes_not
         forced = view["legal"]["plays"][0]["tile"]
         other_own = next(t for t in view["hand"] if t != forced)
         not_mine = next([a, b] for a in range(7) for b in range(a, 7) if [a, b] not in view["hand"])
-        await refused(mover, {"type": "play", "tile": other_own, "place": None}, "wrong_opening_tile")
+        await refused(
+            mover, {"type": "play", "tile": other_own, "place": None}, "wrong_opening_tile"
+        )
         await refused(mover, {"type": "play", "tile": not_mine, "place": None}, "tile_not_in_hand")
-        await refused(mover, {"type": "play", "tile": forced, "place": {"tile": forced, "side": "low"}},
-                      "opening_has_no_place")  # fmt: skip
+        await refused(
+            mover,
+            {"type": "play", "tile": forced, "place": {"tile": forced, "side": "low"}},
+            "opening_has_no_place",
+        )
         await refused(mover, {"type": "play", "tile": [3, 9], "place": None}, "bad_command")
         await refused(mover, {"type": "offer", "amount": 20}, "no_auction")
         await refused(mover, {"type": "start"}, "already_started")
         # A command for the other seat: the seat field does not make one player act for another.
-        await refused(1 - mover, {"type": "play", "tile": forced, "place": None, "seat": mover}, "not_your_turn")
+        await refused(
+            1 - mover,
+            {"type": "play", "tile": forced, "place": None, "seat": mover},
+            "not_your_turn",
+        )
         await refused(1 - mover, {"type": "draw"}, "not_your_turn")
         # A duplicate is acknowledged, not applied twice.
-        first = await clients[mover].command({"type": "play", "tile": forced, "place": None}, cseq=50)
-        again = await clients[mover].command({"type": "play", "tile": forced, "place": None}, cseq=50)
+        first = await clients[mover].command(
+            {"type": "play", "tile": forced, "place": None}, cseq=50
+        )
+        again = await clients[mover].command(
+            {"type": "play", "tile": forced, "place": None}, cseq=50
+        )
         assert (first["duplicate"], again["duplicate"], again["seq"]) == (False, True, first["seq"])
         for client in (*clients.values(), watcher):
             await client.close()
@@ -326,11 +371,15 @@ def test_ping_is_answered_with_the_server_time_and_a_flood_is_rate_limited(duel)
         client = await table.client(0)
         before = timekeeping.now_ms()
         await client.send({"type": "ping", "t": 42})
-        pong = await client.wait_for(lambda c: next((m for m in c.messages if m["type"] == "pong"), None))
+        pong = await client.wait_for(
+            lambda c: next((m for m in c.messages if m["type"] == "pong"), None)
+        )
         assert pong["t"] == 42 and before <= pong["server_ms"] <= timekeeping.now_ms()
         for number in range(60):  # the burst allows 30
             await client.send({"type": "ping", "t": number})
-        limited = await client.wait_for(lambda c: [m for m in c.messages if m.get("code") == "rate_limited"])
+        limited = await client.wait_for(
+            lambda c: [m for m in c.messages if m.get("code") == "rate_limited"]
+        )
         assert limited[0]["type"] == "error"
         await client.close()
         return sum(m["type"] == "pong" for m in client.messages)
@@ -350,7 +399,9 @@ def test_pass_and_play_hands_over_and_reveals(duel, make_user):
         await device.command({"type": "start", "seat": starter})
         view = await device.wait_for(lambda c: c.view["legal"]["plays"] and c.view)
         option = view["legal"]["plays"][0]
-        await device.command({"type": "play", "tile": option["tile"], "place": None, "seat": starter})
+        await device.command(
+            {"type": "play", "tile": option["tile"], "place": None, "seat": starter}
+        )
         handover = await device.wait_for(lambda c: c.view["phase"] == "handover" and c.state)
         assert handover["view"]["hand"] is None and handover["starter"] == 1 - starter
         assert handover["deadline"]["kind"] == "start"
@@ -382,8 +433,12 @@ def test_a_confirmed_fault_voids_a_rated_match_and_takes_its_rating_change_back(
     table = duel(ROOMY, rated=True, grace_ms=60_000, users=players)
 
     def rating_rows():
-        return [type(p).objects.values_list("rating", "rated_games", "rated_wins", "rated_losses").get(pk=p.pk)
-                for p in players]  # fmt: skip
+        return [
+            type(p)
+            .objects.values_list("rating", "rated_games", "rated_wins", "rated_losses")
+            .get(pk=p.pk)
+            for p in players
+        ]
 
     before = rating_rows()
 
@@ -393,8 +448,12 @@ def test_a_confirmed_fault_voids_a_rated_match_and_takes_its_rating_change_back(
         await seat0.wait_for(lambda c: c.over)
         after_result = await in_own_thread(rating_rows)
         # The service reports a late arrival stamp; the worker's re-check confirms it (conclusive).
-        await in_own_thread(services.fault_report, match_id=table.match.pk, kind=TimingFault.Kind.LATE_STAMP,
-                            detail={"lag_ms": 2_500.0})  # fmt: skip
+        await in_own_thread(
+            services.fault_report,
+            match_id=table.match.pk,
+            kind=TimingFault.Kind.LATE_STAMP,
+            detail={"lag_ms": 2_500.0},
+        )
         for client in (seat0, seat1):
             await client.wait_for(lambda c: c.view["result"]["reason"] == "void", 15)
             await client.close()
@@ -409,3 +468,30 @@ def test_a_confirmed_fault_voids_a_rated_match_and_takes_its_rating_change_back(
     assert [e["type"] for e in table.events()] == ["resign", "void"]
     assert [e["type"] for e in seat0.events] == ["resign", "void"]
     assert TimingFault.objects.get(match=match).decided_by == "auto"
+
+
+# --- the botmatch command ----
+
+
+def test_botmatch_plays_whole_matches_through_the_server(
+    fast_servers, fast_settings, transactional_db
+):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command(
+        "botmatch", "--matches", "2", "--bots", "random", "--url", fast_servers.url, stdout=out
+    )
+    played = Match.objects.filter(player0__username__startswith="bot-").order_by("created_at")
+    assert [m.status for m in played] == ["finished", "finished"]
+    assert {m.player0.username for m in played} | {m.player1.username for m in played} == {
+        "bot-1",
+        "bot-2",
+    }
+    lines = out.getvalue().splitlines()
+    assert [line.split()[0] for line in lines] == [str(m.pk) for m in played]
+    assert all(line.endswith("replay OK") for line in lines)
+    bots = get_user_model().objects.filter(username__in=["bot-1", "bot-2"])
+    assert all(bot.last_login is not None for bot in bots)  # they signed in through the login form

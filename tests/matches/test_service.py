@@ -3,12 +3,12 @@
 import hashlib
 import uuid
 
-import engine
 import pytest
-from engine.legal import legal_plays, play_command
 
+import engine
+from engine.legal import legal_plays, play_command
 from matches import services, tasks
-from matches.models import Match, TimingFault
+from matches.models import TimingFault
 from matches.selectors import match_record
 from tests.matches.conftest import T0, Table
 
@@ -18,7 +18,16 @@ pytestmark = pytest.mark.django_db
 def snapshot(table: Table) -> tuple:
     table.match.refresh_from_db()
     m = table.match
-    return (m.record, m.seq, m.status, m.deadline_ms, m.deadline_kind, m.cseq0, m.cseq1, bytes(m.snapshot))
+    return (
+        m.record,
+        m.seq,
+        m.status,
+        m.deadline_ms,
+        m.deadline_kind,
+        m.cseq0,
+        m.cseq1,
+        bytes(m.snapshot),
+    )
 
 
 def assert_rejected(table: Table, seat, command, code: str, *, user=None) -> None:
@@ -26,8 +35,13 @@ def assert_rejected(table: Table, seat, command, code: str, *, user=None) -> Non
     before = snapshot(table)
     cseq = table.cseq[seat if seat in (0, 1) else 0] + 1
     with pytest.raises(services.CommandRejected) as caught:
-        services.match_submit(match_id=table.match.pk, user=user or table.users[seat], command=command,
-                              arrival_ms=table.now + 100, cseq=cseq)  # fmt: skip
+        services.match_submit(
+            match_id=table.match.pk,
+            user=user or table.users[seat],
+            command=command,
+            arrival_ms=table.now + 100,
+            cseq=cseq,
+        )
     assert caught.value.code == code, caught.value.reason
     assert caught.value.reason
     assert snapshot(table) == before
@@ -43,7 +57,9 @@ def opponent_tile(state, seat):
 def test_commands_before_start_are_refused(table, make_user):
     first = engine.first_to_act(table.state)
     some_tile = list(table.state.hands[first][0])
-    assert_rejected(table, first, {"type": "play", "tile": some_tile, "place": None}, "clocks_standing")
+    assert_rejected(
+        table, first, {"type": "play", "tile": some_tile, "place": None}, "clocks_standing"
+    )
     assert_rejected(table, 1 - first, {"type": "start"}, "not_your_start")
     assert_rejected(table, first, {"type": "dance"}, "unknown_command")
     assert_rejected(table, first, {"type": 7}, "bad_command")
@@ -56,7 +72,9 @@ def test_commands_before_start_are_refused(table, make_user):
 def test_a_command_for_a_match_that_does_not_exist_is_refused(table):
     for match_id in (uuid.uuid4(), "not-a-uuid"):
         with pytest.raises(services.CommandRejected) as caught:
-            services.match_submit(match_id=match_id, user=table.users[0], command={"type": "start"}, arrival_ms=T0)
+            services.match_submit(
+                match_id=match_id, user=table.users[0], command={"type": "start"}, arrival_ms=T0
+            )
         assert caught.value.code == "no_such_match"
 
 
@@ -66,8 +84,12 @@ def test_a_command_for_the_other_seat_is_refused(table):
     decider = state.decider
     forced = list(state.forced_tile)
     # The seat field is a pass-and-play device's; online it cannot make a player act for the other.
-    assert_rejected(table, 1 - decider, {"type": "play", "tile": forced, "place": None, "seat": decider},
-                    "not_your_turn")  # fmt: skip
+    assert_rejected(
+        table,
+        1 - decider,
+        {"type": "play", "tile": forced, "place": None, "seat": decider},
+        "not_your_turn",
+    )
     assert_rejected(table, 1 - decider, {"type": "draw"}, "not_your_turn")
 
 
@@ -77,36 +99,72 @@ def test_the_opening_turn_refuses_every_wrong_play(table):
     decider = state.decider
     forced = list(state.forced_tile)
     other = next(list(t) for t in state.hands[decider] if list(t) != forced)
-    assert_rejected(table, decider, {"type": "play", "tile": other, "place": None}, "wrong_opening_tile")
-    assert_rejected(table, decider, {"type": "play", "tile": forced, "place": {"tile": forced, "side": "high"}},
-                    "opening_has_no_place")  # fmt: skip
-    assert_rejected(table, decider, {"type": "play", "tile": opponent_tile(state, decider), "place": None},
-                    "tile_not_in_hand")  # fmt: skip
+    assert_rejected(
+        table, decider, {"type": "play", "tile": other, "place": None}, "wrong_opening_tile"
+    )
+    assert_rejected(
+        table,
+        decider,
+        {"type": "play", "tile": forced, "place": {"tile": forced, "side": "high"}},
+        "opening_has_no_place",
+    )
+    assert_rejected(
+        table,
+        decider,
+        {"type": "play", "tile": opponent_tile(state, decider), "place": None},
+        "tile_not_in_hand",
+    )
     assert_rejected(table, decider, {"type": "play", "tile": [7, 9], "place": None}, "bad_command")
     assert_rejected(table, decider, {"type": "offer", "amount": 15}, "no_auction")
     assert_rejected(table, decider, {"type": "start"}, "already_started")
     with pytest.raises(services.CommandRejected) as caught:  # an arrival before the last event
-        services.match_submit(match_id=table.match.pk, user=table.users[decider],
-                              command=play_command(state.forced_tile, None), arrival_ms=table.now - 1)  # fmt: skip
+        services.match_submit(
+            match_id=table.match.pk,
+            user=table.users[decider],
+            command=play_command(state.forced_tile, None),
+            arrival_ms=table.now - 1,
+        )
     assert caught.value.code == "time_went_backwards"
 
 
 def test_plays_on_the_layout_refuse_wrong_places(table):
-    state = table.play_until(lambda s: s.phase == "play" and s.layout.placements and legal_plays(s, s.decider))
+    state = table.play_until(
+        lambda s: s.phase == "play" and s.layout.placements and legal_plays(s, s.decider)
+    )
     decider = state.decider
     tile, place = legal_plays(state, decider)[0]
     assert_rejected(table, decider, play_command(tile, None), "place_required")
-    assert_rejected(table, decider, {"type": "play", "tile": list(tile), "place": {"tile": [9, 9], "side": "high"}},
-                    "bad_command")  # fmt: skip
-    assert_rejected(table, decider, {"type": "play", "tile": list(tile), "place": {"tile": list(tile), "side": "up"}},
-                    "bad_command")  # fmt: skip
-    closed = next((t, s) for t, s in [(tuple(p.tile), side) for p in state.layout.placements
-                                      for side in ("high", "low", "chain_a", "chain_b", "arm_a", "arm_b")]
-                  if state.layout.open_value((t, s)) is None)  # fmt: skip
+    assert_rejected(
+        table,
+        decider,
+        {"type": "play", "tile": list(tile), "place": {"tile": [9, 9], "side": "high"}},
+        "bad_command",
+    )
+    assert_rejected(
+        table,
+        decider,
+        {"type": "play", "tile": list(tile), "place": {"tile": list(tile), "side": "up"}},
+        "bad_command",
+    )
+    closed = next(
+        (t, s)
+        for t, s in [
+            (tuple(p.tile), side)
+            for p in state.layout.placements
+            for side in ("high", "low", "chain_a", "chain_b", "arm_a", "arm_b")
+        ]
+        if state.layout.open_value((t, s)) is None
+    )
     assert_rejected(table, decider, play_command(tile, closed), "place_not_open")
     mismatched = next(
-        ((t, (pt, side)) for t in state.hands[decider] for pt, side, value in state.layout.open_places
-         if value not in t), None)  # fmt: skip
+        (
+            (t, (pt, side))
+            for t in state.hands[decider]
+            for pt, side, value in state.layout.open_places
+            if value not in t
+        ),
+        None,
+    )
     if mismatched:
         assert_rejected(table, decider, play_command(*mismatched), "halves_do_not_match")
     assert_rejected(table, decider, {"type": "draw"}, "can_play")
@@ -173,7 +231,12 @@ def test_start_is_pressed_by_the_first_player_to_act(table):
     first = engine.first_to_act(table.state)
     outcome = table.submit(first, {"type": "start"}, after_ms=3_000)
     event = table.events()[-1]
-    assert (outcome.seq, event["type"], event["seat"], event["at_ms"]) == (1, "start", first, T0 + 3_000)
+    assert (outcome.seq, event["type"], event["seat"], event["at_ms"]) == (
+        1,
+        "start",
+        first,
+        T0 + 3_000,
+    )
     assert table.state.decider == first
 
 
@@ -194,7 +257,12 @@ def test_a_player_may_resign_at_any_time_even_out_of_turn(table, phase):
     match = table.match
     assert (match.status, match.winner, match.reason) == ("finished", 1 - resigner, "resign")
     assert (match.deadline_ms, match.deadline_kind) == (None, "")
-    assert table.events()[-1] == {"seq": match.seq, "type": "resign", "seat": resigner, "at_ms": table.now}
+    assert table.events()[-1] == {
+        "seq": match.seq,
+        "type": "resign",
+        "seat": resigner,
+        "at_ms": table.now,
+    }
 
 
 def test_a_whole_match_to_a_zero_balance(table):
@@ -239,7 +307,10 @@ def test_an_expiry_for_an_older_decision_is_stale(table):
     table.start()
     seq = table.match.seq
     table.decide(after_ms=1_000)
-    assert services.match_expire(match_id=table.match.pk, now_ms=table.now + 500_000, seq=seq) == "stale"
+    assert (
+        services.match_expire(match_id=table.match.pk, now_ms=table.now + 500_000, seq=seq)
+        == "stale"
+    )
     assert table.match.status == "live"
 
 
@@ -248,7 +319,10 @@ def test_an_expiry_for_an_older_decision_is_stale(table):
 
 def test_each_round_publishes_its_commitment_and_reveals_its_seed_when_it_ends(table):
     first_view = engine.view(table.state, 0)
-    assert first_view["commitment"] == hashlib.sha256(bytes.fromhex(table.match.secret_seed)).hexdigest()
+    assert (
+        first_view["commitment"]
+        == hashlib.sha256(bytes.fromhex(table.match.secret_seed)).hexdigest()
+    )
     live = match_record(table.match)
     assert live["rounds"][0]["seed"] is None
     assert live["rounds"][0]["hands"] is None and live["rounds"][0]["boneyard"] is None
@@ -279,7 +353,11 @@ def test_a_timeout_processed_too_late_records_a_fault_that_confirming_turns_into
     assert services.match_expire(match_id=table.match.pk, now_ms=deadline + 3_001) == "abandon"
     fault = TimingFault.objects.get()
     assert (fault.kind, fault.status) == ("late_timeout", "suspected")
-    assert fault.detail == {"deadline_ms": deadline, "processed_ms": deadline + 3_001, "late_by_ms": 3_001}
+    assert fault.detail == {
+        "deadline_ms": deadline,
+        "processed_ms": deadline + 3_001,
+        "late_by_ms": 3_001,
+    }
     assert tasks.recheck_fault(fault.pk) == "confirmed"
     fault.refresh_from_db()
     table.match.refresh_from_db()
@@ -298,13 +376,20 @@ def test_a_timeout_within_the_tolerance_is_no_fault(table):
 
 
 def test_an_inconclusive_fault_is_left_to_staff_and_may_be_dismissed(table):
-    fault = services.fault_report(match_id=table.match.pk, kind=TimingFault.Kind.JUMP,
-                                  detail={"authority_moved_ms": 5_000, "monotonic_elapsed_ms": 10.0})  # fmt: skip
+    fault = services.fault_report(
+        match_id=table.match.pk,
+        kind=TimingFault.Kind.JUMP,
+        detail={"authority_moved_ms": 5_000, "monotonic_elapsed_ms": 10.0},
+    )
     assert tasks.recheck_fault(fault.pk) == "left_to_staff"
     services.fault_dismiss(fault_id=fault.pk, decided_by="referee")
     fault.refresh_from_db()
     table.match.refresh_from_db()
-    assert (fault.status, fault.decided_by, table.match.status) == ("dismissed", "referee", "waiting")
+    assert (fault.status, fault.decided_by, table.match.status) == (
+        "dismissed",
+        "referee",
+        "waiting",
+    )
 
 
 @pytest.mark.parametrize("kind", ["late_stamp", "unreachable"])
@@ -318,7 +403,9 @@ def test_the_conclusive_faults_are_confirmed_automatically(table, kind):
 
 def test_a_void_is_told_to_a_finished_match_too(table):
     table.submit(1, {"type": "resign"})
-    fault = services.fault_report(match_id=table.match.pk, kind="late_stamp", detail={"lag_ms": 2500.0})
+    fault = services.fault_report(
+        match_id=table.match.pk, kind="late_stamp", detail={"lag_ms": 2500.0}
+    )
     services.fault_confirm(fault_id=fault.pk, decided_by="referee", now_ms=table.now + 1)
     table.match.refresh_from_db()
     assert [e["type"] for e in table.events()] == ["resign", "void"]
@@ -336,19 +423,28 @@ def rated_table(make_user):
 
 
 def ratings(table):
-    return [type(u).objects.values_list("rating", "rated_games").get(pk=u.pk) for u in table.users.values()]
+    return [
+        type(u).objects.values_list("rating", "rated_games").get(pk=u.pk)
+        for u in table.users.values()
+    ]
 
 
 def test_a_rated_result_changes_both_ratings_with_the_match(rated_table):
     before = ratings(rated_table)
     rated_table.submit(1, {"type": "resign"})
     match = rated_table.match
-    assert [r for r, _ in ratings(rated_table)] == [match.rating_after0, match.rating_after1] == [1520, 1480]
+    assert (
+        [r for r, _ in ratings(rated_table)]
+        == [match.rating_after0, match.rating_after1]
+        == [1520, 1480]
+    )
     assert [match.rating_before0, match.rating_before1] == [r for r, _ in before]
     assert [p["rating_after"] for p in match_record(match)["players"]] == [1520, 1480]
 
 
-def test_a_confirmed_fault_voids_a_rated_match_and_takes_its_rating_change_back_exactly(rated_table):
+def test_a_confirmed_fault_voids_a_rated_match_and_takes_its_rating_change_back_exactly(
+    rated_table,
+):
     rated_table.start()
     before = ratings(rated_table)
     deadline = rated_table.match.deadline_ms
