@@ -16,7 +16,7 @@ import random
 import statistics
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
 DB_NAME = "bench_api"
@@ -26,7 +26,7 @@ POOL = 300  # distinct simulated records, reused with new ids and players
 REQUESTS = int(os.environ.get("BENCH_REQUESTS", 400))  # per endpoint, after WARMUP
 WARMUP = 30
 TARGET_P99_MS = 50.0
-EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _configure() -> None:
@@ -78,7 +78,7 @@ def _load() -> dict:
 
     rng = random.Random(7)
     started = time.perf_counter()
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     User = get_user_model()
     users = []
     for n in range(PLAYERS):
@@ -86,7 +86,8 @@ def _load() -> dict:
         wins = rng.randint(0, games)
         users.append(User(
             username=f"player{n:05d}", password="!", rating=int(rng.gauss(1500, 150)),
-            rated_games=games, rated_wins=wins, rated_losses=games - wins, on_ladder=rng.random() < 0.9,
+            rated_games=games, rated_wins=wins, rated_losses=games - wins,
+            on_ladder=rng.random() < 0.9,
             last_rated_at=now - timedelta(days=rng.randint(0, 40)) if games else None,
         ))  # fmt: skip
     User.objects.bulk_create(users, batch_size=2_000)
@@ -116,12 +117,15 @@ def _load() -> dict:
                 winner = record["result"]["winner"]
                 head = {
                     "id": str(match_id), "mode": "online", "rated": True, "status": "finished",
-                    "created_at": created.isoformat().replace("+00:00", "Z"), "clock": record["clock"],
+                    "created_at": created.isoformat().replace("+00:00", "Z"),
+                    "clock": record["clock"],
                     "players": [{"seat": 0, "username": f"player{p0:05d}"},
                                 {"seat": 1, "username": f"player{p1:05d}"}],
                     "result": record["result"], "balances": record["balances"],
                 }  # fmt: skip
-                text = json.dumps(head, separators=(",", ":"))[:-1] + ',"rounds":' + rounds_json + "}"
+                text = (
+                    json.dumps(head, separators=(",", ":"))[:-1] + ',"rounds":' + rounds_json + "}"
+                )
                 delta = 10 if winner == 0 else -10
                 copy.write_row((
                     match_id, "online", True, "finished", created, finished, ids[p0], ids[p1], text,
@@ -146,7 +150,9 @@ def _measure() -> dict:
     from matches.models import Match
 
     rng = random.Random(11)
-    usernames = list(get_user_model().objects.values_list("username", flat=True)[:: max(1, PLAYERS // 500)])
+    usernames = list(
+        get_user_model().objects.values_list("username", flat=True)[:: max(1, PLAYERS // 500)]
+    )
     match_ids = [str(pk) for pk in Match.objects.order_by("?").values_list("pk", flat=True)[:500]]
     from accounts.selectors import leaderboard
 
@@ -178,7 +184,8 @@ def _measure() -> dict:
     for name, times in samples.items():
         p50, p99 = _percentile(times, 0.50), _percentile(times, 0.99)
         result[name] = {
-            "p50_ms": round(p50, 2), "p99_ms": round(p99, 2), "mean_ms": round(statistics.fmean(times), 2),
+            "p50_ms": round(p50, 2), "p99_ms": round(p99, 2),
+            "mean_ms": round(statistics.fmean(times), 2),
             "p50_ratio_to_constant": round(p50 / _percentile(floor, 0.50), 1),
             "p99_ratio_to_constant": round(p99 / _percentile(floor, 0.99), 1),
             "mean_bytes": round(statistics.fmean(sizes[name])),

@@ -15,7 +15,9 @@ from matches.apis import (
 urlpatterns = [
     path("leaderboard/", LeaderboardApi.as_view(), name="api-leaderboard"),
     path("players/<str:username>/", PlayerDetailApi.as_view(), name="api-player"),
-    path("players/<str:username>/matches/", PlayerMatchListApi.as_view(), name="api-player-matches"),
+    path(
+        "players/<str:username>/matches/", PlayerMatchListApi.as_view(), name="api-player-matches"
+    ),
     path(
         "players/<str:username>/matches/export/",
         PlayerMatchExportApi.as_view(),

@@ -17,8 +17,14 @@ def ladder(count: int, **fields):
     users = get_user_model().objects
     return [
         users.create(
-            username=f"laddered{n:02d}", on_ladder=True, rating=1600 - 10 * n, rated_games=30,
-            rated_wins=15 + n % 10, rated_losses=15 - n % 10, last_rated_at=now, **fields,
+            username=f"laddered{n:02d}",
+            on_ladder=True,
+            rating=1600 - 10 * n,
+            rated_games=30,
+            rated_wins=15 + n % 10,
+            rated_losses=15 - n % 10,
+            last_rated_at=now,
+            **fields,
         )  # fmt: skip
         for n in range(count)
     ]
@@ -44,13 +50,16 @@ def test_the_leaderboard_flags_provisional_ratings_and_leaves_out_who_it_should(
     now = timezone.now()
     users.create(username="newish", on_ladder=True, rating=1700, rated_games=6, rated_wins=6,
                  last_rated_at=now)  # fmt: skip
-    users.create(username="offladder", on_ladder=False, rating=1900, rated_games=30, last_rated_at=now)
+    users.create(
+        username="offladder", on_ladder=False, rating=1900, rated_games=30, last_rated_at=now
+    )
     users.create(username="idle", on_ladder=True, rating=1900, rated_games=30,
                  last_rated_at=now - timedelta(days=90))  # fmt: skip
     users.create(username="fresh", on_ladder=True, rating=1900, rated_games=2, last_rated_at=now)
     entries = api.get("/api/leaderboard/").json()["results"]
     assert [(e["username"], e["provisional"], e["win_rate"]) for e in entries] == [
-        ("newish", True, 1.0), ("laddered00", False, 0.5)
+        ("newish", True, 1.0),
+        ("laddered00", False, 0.5),
     ]
 
 
@@ -64,9 +73,9 @@ def test_a_profile_has_the_rating_and_its_history(api, world):
     assert profile["win_rate"] == (1.0 if full.winner == 0 else 0.0)
     assert profile["provisional"] is True
     assert profile["matches_url"] == "/api/players/ala/matches/"
-    assert [(h["match"], h["before"], h["after"], h["delta"]) for h in profile["rating_history"]] == [
-        (str(full.id), 1500, full.rating_after0, full.rating_after0 - 1500)
-    ]
+    assert [
+        (h["match"], h["before"], h["after"], h["delta"]) for h in profile["rating_history"]
+    ] == [(str(full.id), 1500, full.rating_after0, full.rating_after0 - 1500)]
 
 
 def test_a_player_who_never_played_rated_has_no_win_rate(api, world):

@@ -41,7 +41,9 @@ def test_a_record_is_one_query_and_a_304_too(api, world, django_assert_num_queri
         assert api.get(url, HTTP_IF_NONE_MATCH=etag).status_code == 304
 
 
-def test_the_export_is_a_player_lookup_and_one_streamed_query(api, world, django_assert_num_queries):
+def test_the_export_is_a_player_lookup_and_one_streamed_query(
+    api, world, django_assert_num_queries
+):
     with django_assert_num_queries(2):
         response = api.get("/api/players/ala/matches/export/")
         assert len(b"".join(response.streaming_content).splitlines()) == 2
