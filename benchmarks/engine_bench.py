@@ -15,7 +15,7 @@ START = {"type": "start"}
 
 def _seeds(rng: random.Random):
     while True:
-        yield "%064x" % rng.getrandbits(256)
+        yield f"{rng.getrandbits(256):064x}"
 
 
 def play_rounds(count: int, rng: random.Random, on_step=None) -> int:
@@ -57,7 +57,9 @@ def rounds_per_second(seconds: float, rng: random.Random) -> float:
 def per_call_us(rounds: int, rng: random.Random) -> dict:
     """Record real decisions, then time ``apply`` and ``legal_decisions`` on exactly those."""
     steps = []
-    play_rounds(rounds, rng, on_step=lambda state, seat, command: steps.append((state, seat, command)))
+    play_rounds(
+        rounds, rng, on_step=lambda state, seat, command: steps.append((state, seat, command))
+    )
     started = time.perf_counter()
     for state, seat, command in steps:
         apply(state, seat, command, 0)

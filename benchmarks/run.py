@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import platform
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -34,7 +34,7 @@ def main(names: list[str]) -> int:
     for name in names or list(BENCHMARKS):
         result = BENCHMARKS[name]()
         result["python"] = platform.python_implementation() + " " + platform.python_version()
-        result["measured_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        result["measured_at"] = datetime.now(UTC).isoformat(timespec="seconds")
         path = RESULTS / f"{name}.json"
         path.write_text(json.dumps(result, indent=2) + "\n")
         print(json.dumps(result, indent=2))

@@ -11,9 +11,13 @@ from .simulate import simulate
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m engine", description="Spectacular Bid rules engine")
+    parser = argparse.ArgumentParser(
+        prog="python -m engine", description="Spectacular Bid rules engine"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
-    sim = commands.add_parser("simulate", help="print computer-vs-computer match records as JSON lines")
+    sim = commands.add_parser(
+        "simulate", help="print computer-vs-computer match records as JSON lines"
+    )
     sim.add_argument("--matches", type=int, default=1)
     sim.add_argument("--seed", default="0")
     sim.add_argument("--bots", choices=("random", "greedy"), default="random")

@@ -50,11 +50,17 @@ class GreedyBot:
 
     @staticmethod
     def _play_value(layout: Layout, tile, place) -> tuple:
-        after = layout.open_with(tile) if place is None else layout.play(tile, place, layout.open_value(place))
+        after = (
+            layout.open_with(tile)
+            if place is None
+            else layout.play(tile, place, layout.open_value(place))
+        )
         return (points_for(after.end_total()), tile[0] + tile[1], tile)
 
     def _bid(self, state: MatchState, seat: int) -> dict:
-        worth = self.TEMPO + max(points_for(Layout().open_with(tile).end_total()) for tile in state.hands[seat])
+        worth = self.TEMPO + max(
+            points_for(Layout().open_with(tile).end_total()) for tile in state.hands[seat]
+        )
         offer = state.auction.offer
         # Never bid the whole balance: paying it loses the match.
         affordable = [

@@ -117,7 +117,9 @@ class Layout:
         """The layout after the opening tile."""
         low, high = tile
         if low == high:
-            return _layout((Placement(tile, None, None),), ((tile, CHAIN_A, low), (tile, CHAIN_B, low)), tile)
+            return _layout(
+                (Placement(tile, None, None),), ((tile, CHAIN_A, low), (tile, CHAIN_B, low)), tile
+            )
         return _layout((Placement(tile, None, None),), ((tile, HIGH, high), (tile, LOW, low)), None)
 
     def play(self, tile: Tile, place: Place, value: int) -> Layout:
@@ -139,11 +141,17 @@ class Layout:
         if place[0] == self.spinner and place[1] in CHAIN_SIDES:
             if not any(t == spinner and s in CHAIN_SIDES for t, s, _ in remaining):
                 added += ((spinner, ARM_A, value), (spinner, ARM_B, value))
-        return _layout(self.placements + (Placement(tile, place, joined),), remaining + added, spinner)
+        return _layout(
+            self.placements + (Placement(tile, place, joined),), remaining + added, spinner
+        )
 
 
 def _layout(placements, open_places, spinner) -> Layout:
     """Build a Layout without the frozen dataclass's slower ``__init__`` (this runs every play)."""
     layout = object.__new__(Layout)
-    object.__setattr__(layout, "__dict__", {"placements": placements, "open_places": open_places, "spinner": spinner})
+    object.__setattr__(
+        layout,
+        "__dict__",
+        {"placements": placements, "open_places": open_places, "spinner": spinner},
+    )
     return layout

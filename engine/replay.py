@@ -150,32 +150,49 @@ class _Auditor:
                 self._compare(pending.pop(0), event)
                 continue
             if event["type"] in AUTOMATIC or event.get("auto"):
-                self.problem(f"unexpected {event['type']}: the rules did not call for it here", event, event.get("seat"))
+                self.problem(
+                    f"unexpected {event['type']}: the rules did not call for it here",
+                    event,
+                    event.get("seat"),
+                )
                 raise _Stop
             seat, command = command_of(event)
             try:
                 self.state, produced = apply(self.state, seat, command, event["at_ms"])
             except IllegalCommand as exc:
-                self.problem(f"{event['type']} is illegal here: {exc.reason} ({exc.code})", event, event.get("seat"))
+                self.problem(
+                    f"{event['type']} is illegal here: {exc.reason} ({exc.code})",
+                    event,
+                    event.get("seat"),
+                )
                 raise _Stop from None
             self._compare(produced[0], event)
             pending = produced[1:]
         if pending:
-            self.problem(f"missing {pending[0]['type']} event (expected {pending[0]})", None, pending[0]["seat"])
+            self.problem(
+                f"missing {pending[0]['type']} event (expected {pending[0]})",
+                None,
+                pending[0]["seat"],
+            )
             raise _Stop
 
     def _compare(self, expected: dict, recorded: dict) -> None:
         for key, value in expected.items():
-            if recorded.get(key, "(absent)") != value:
+            found = recorded.get(key, "(absent)")
+            if found != value:
                 self.problem(
-                    f"{expected['type']}: {key} should be {value!r}, recorded {recorded.get(key, '(absent)')!r}",
+                    f"{expected['type']}: {key} should be {value!r}, recorded {found!r}",
                     recorded,
                     expected["seat"],
                 )
 
     def _result(self) -> None:
         state = self.state
-        result = None if state.result is None else {"winner": state.result.winner, "reason": state.result.reason}
+        result = (
+            None
+            if state.result is None
+            else {"winner": state.result.winner, "reason": state.result.reason}
+        )
         for key, expected in (
             ("result", result),
             ("balances", list(state.balances)),

@@ -1,13 +1,14 @@
 """The one entry point for change: ``apply(state, seat, command, now_ms) -> (state, events)``.
 
-Commands are JSON-like dicts. Validation runs in a fixed order (is the match over, is the
-command known and well formed, who may send it, is time moving forward, is the clock running,
-is it your turn, is it late, then the rules of the command); the first failure raises
+Commands are JSON-like dicts. Validation runs in a fixed order (is the command known and well
+formed, who may send it, is time moving forward, is the match over, is the clock running, is
+it your turn, is it late, then the rules of the command); the first failure raises
 ``IllegalCommand`` and the given state is untouched, since states are frozen.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 
 from .clock import ClockConfig
@@ -154,7 +155,9 @@ def _parse_place(raw) -> Place | None:
     if raw is None:
         return None
     if not isinstance(raw, dict) or raw.get("side") not in SIDES:
-        raise IllegalCommand("bad_command", "a place is {'tile': [a, b], 'side': one of " + ", ".join(SIDES) + "}")
+        raise IllegalCommand(
+            "bad_command", "a place is {'tile': [a, b], 'side': one of " + ", ".join(SIDES) + "}"
+        )
     return (_parse_tile(raw.get("tile")), raw["side"])
 
 
@@ -282,7 +285,8 @@ def _placed(d: Draft, tile: Tile, place: Place | None) -> Layout:
             raise IllegalCommand("opening_has_no_place", "the opening tile is played with no place")
         if d.forced_tile is not None and tile != d.forced_tile:
             raise IllegalCommand(
-                "wrong_opening_tile", f"this round opens by rank: you must open with {list(d.forced_tile)}"
+                "wrong_opening_tile",
+                f"this round opens by rank: you must open with {list(d.forced_tile)}",
             )
         return layout.open_with(tile)
     if place is None:
@@ -291,7 +295,9 @@ def _placed(d: Draft, tile: Tile, place: Place | None) -> Layout:
     if value is None:
         raise IllegalCommand("place_not_open", f"{list(place[0])} {place[1]} is not an open place")
     if value not in tile:
-        raise IllegalCommand("halves_do_not_match", f"{list(tile)} has no {value} to match that place")
+        raise IllegalCommand(
+            "halves_do_not_match", f"{list(tile)} has no {value} to match that place"
+        )
     return layout.play(tile, place, value)
 
 
@@ -340,7 +346,7 @@ def _settle_block(d: Draft, now_ms: int) -> None:
 def _settle(d: Draft, now_ms: int, *, end: str, winner: int | None, points: int) -> None:
     d.phase = SETTLED
     d.decider = None
-    d.settlement = d.emit(
+    settle = d.emit(
         "settle",
         None,
         now_ms,
@@ -352,6 +358,8 @@ def _settle(d: Draft, now_ms: int, *, end: str, winner: int | None, points: int)
             "balances": list(d.balances),
         },
     )
+    # A copy: the event itself goes to the caller, who may add fields to it.
+    d.settlement = copy.deepcopy(settle)
 
 
 # --- start, hand-over ---------------------------------------------------------------------

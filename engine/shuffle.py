@@ -4,9 +4,9 @@ The shuffle is Fisher-Yates over ``FULL_SET`` (in its sorted order ``[0|0], [0|1
 driven by SHA-256 in counter mode: block ``k`` of the random stream is
 ``SHA-256(seed || k as 8 bytes big-endian)``, read as consecutive 32-bit big-endian words.
 For ``i`` from 27 down to 1 a word ``w`` is drawn and rejected while
-``w >= 2**32 - 2**32 % (i + 1)`` (so every index is exactly equally likely); then ``j = w % (i + 1)``
-and positions ``i`` and ``j`` swap. The first 7 tiles of the result are seat 0's hand, the next 7
-seat 1's, and the last 14 are the boneyard in draw order.
+``w >= 2**32 - 2**32 % (i + 1)`` (so every index is exactly equally likely); then
+``j = w % (i + 1)`` and positions ``i`` and ``j`` swap. The first 7 tiles of the result are
+seat 0's hand, the next 7 seat 1's, and the last 14 are the boneyard in draw order.
 
 The commitment published when a round is dealt is ``SHA-256(seed)`` in hex; revealing the seed
 after the round lets anyone recompute both the commitment and the deal.

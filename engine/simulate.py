@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from .bots import BOTS
 from .clock import ClockConfig
@@ -54,8 +54,10 @@ def simulate_match(index: int, seed: int | str, bot_names=("random", "random"), 
         match_id=f"sim-{seed}-{index}",
         mode="online",
         rated=False,
-        created_at=datetime.fromtimestamp(now / 1000, timezone.utc).isoformat().replace("+00:00", "Z"),
-        players=[{"seat": seat, "username": f"{name}-bot-{seat}"} for seat, name in enumerate(bot_names)],
+        created_at=datetime.fromtimestamp(now / 1000, UTC).isoformat().replace("+00:00", "Z"),
+        players=[
+            {"seat": seat, "username": f"{name}-bot-{seat}"} for seat, name in enumerate(bot_names)
+        ],
     )
     while state.phase != FINISHED:
         if state.phase == SETTLED:

@@ -90,7 +90,7 @@ class Draft:
         return frozen
 
     def emit(self, kind: str, seat: int | None, now_ms: int, extra: dict | None = None) -> dict:
-        """Record an event: every event has ``seq``, ``type``, ``seat`` and ``at_ms`` (ARCHIVE.md)."""
+        """Record an event; each has ``seq``, ``type``, ``seat`` and ``at_ms`` (ARCHIVE.md)."""
         self.seq += 1
         self.last_ms = now_ms
         event = {"seq": self.seq, "type": kind, "seat": seat, "at_ms": now_ms}

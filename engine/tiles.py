@@ -12,10 +12,6 @@ def make_tile(a: int, b: int) -> Tile:
     return (a, b) if a <= b else (b, a)
 
 
-def is_double(tile: Tile) -> bool:
-    return tile[0] == tile[1]
-
-
 def pips(tiles) -> int:
     return sum(low + high for low, high in tiles)
 
@@ -33,7 +29,12 @@ _CANONICAL = {(a, b): make_tile(a, b) for a in range(7) for b in range(7)}
 
 def parse_tile(value) -> Tile:
     """A tile from its JSON form ``[a, b]``; raises ValueError on anything else."""
-    if type(value) in (list, tuple) and len(value) == 2 and type(value[0]) is int and type(value[1]) is int:
+    if (
+        type(value) in (list, tuple)
+        and len(value) == 2
+        and type(value[0]) is int
+        and type(value[1]) is int
+    ):
         tile = _CANONICAL.get((value[0], value[1]))
         if tile is not None:
             return tile

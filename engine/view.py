@@ -29,10 +29,14 @@ def view(state: MatchState, seat: int | None) -> dict:
         "clock": clock_view(state),
         "to_act": state.decider,
         "auction": auction_view(state),
-        "must_play": list(state.drawn) if own_hand and seat == state.decider and state.drawn else None,
+        "must_play": list(state.drawn)
+        if own_hand and seat == state.decider and state.drawn
+        else None,
         "legal": None if seat is None else legal_view(state, seat),
         "settlement": state.settlement,
-        "result": None if state.result is None else {"winner": state.result.winner, "reason": state.result.reason},
+        "result": None
+        if state.result is None
+        else {"winner": state.result.winner, "reason": state.result.reason},
     }
 
 
@@ -41,14 +45,21 @@ def layout_view(layout) -> dict:
         "tiles": [
             {
                 "tile": list(p.tile),
-                "place": None if p.place is None else {"tile": list(p.place[0]), "side": p.place[1]},
+                "place": None
+                if p.place is None
+                else {"tile": list(p.place[0]), "side": p.place[1]},
                 "joined": p.joined,
             }
             for p in layout.placements
         ],
         "spinner": None if layout.spinner is None else list(layout.spinner),
-        "places": [{"tile": list(tile), "side": side, "value": value} for tile, side, value in layout.open_places],
-        "counted": [{"tile": list(c.tile), "side": c.side, "value": c.value} for c in layout.counted()],
+        "places": [
+            {"tile": list(tile), "side": side, "value": value}
+            for tile, side, value in layout.open_places
+        ],
+        "counted": [
+            {"tile": list(c.tile), "side": c.side, "value": c.value} for c in layout.counted()
+        ],
         "end_total": layout.end_total(),
     }
 

@@ -15,7 +15,6 @@ from engine import (
 from engine import simulate as simulate_module
 from engine.clock import ClockConfig
 from engine.simulate import Thinker, simulate, simulate_match
-from engine.tiles import is_double
 
 from .builders import auction_table, table
 
@@ -127,7 +126,3 @@ def test_first_to_act_is_the_rank_holder_the_jockeys_opponent_or_the_waiting_pla
     game.start()
     game.play(0, (6, 6))
     assert (game.state.phase, first_to_act(game.state)) == ("handover", 1)
-
-
-def test_a_double_has_equal_halves():
-    assert [is_double(t) for t in [(0, 0), (0, 1), (6, 6)]] == [True, False, True]
