@@ -8,7 +8,7 @@ from .bots import BOTS, GreedyBot, RandomBot
 from .clock import ClockConfig
 from .errors import IllegalCommand
 from .legal import legal_commands, legal_decisions, legal_plays
-from .record import add_events, add_round, new_record, status_of
+from .record import add_events, add_round, iso_timestamp, new_record, status_of
 from .replay import Problem, ReplayError, audit, replay
 from .rules import apply, first_to_act, new_match, next_round
 from .shuffle import Deal, commitment_of, deal_from_seed, new_seed
@@ -32,6 +32,7 @@ __all__ = [
     "commitment_of",
     "deal_from_seed",
     "first_to_act",
+    "iso_timestamp",
     "legal_commands",
     "legal_decisions",
     "legal_plays",

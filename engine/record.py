@@ -6,7 +6,14 @@ A round's seed is revealed only once that round is over.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from .state import VOID, MatchState
+
+
+def iso_timestamp(ms: int) -> str:
+    """A time in ms since the epoch as the record writes it: ISO 8601 in UTC with a Z."""
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")
 
 
 def tiles_json(tiles) -> list[list[int]]:

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import random
-from datetime import UTC, datetime
 
 from .bots import BOTS
 from .clock import ClockConfig
 from .errors import IllegalCommand
-from .record import add_events, add_round, new_record
+from .record import add_events, add_round, iso_timestamp, new_record
 from .rules import apply, new_match, next_round
 from .shuffle import deal_from_seed
 from .state import FINISHED, READY, SETTLED
@@ -54,7 +53,7 @@ def simulate_match(index: int, seed: int | str, bot_names=("random", "random"), 
         match_id=f"sim-{seed}-{index}",
         mode="online",
         rated=False,
-        created_at=datetime.fromtimestamp(now / 1000, UTC).isoformat().replace("+00:00", "Z"),
+        created_at=iso_timestamp(now),
         players=[
             {"seat": seat, "username": f"{name}-bot-{seat}"} for seat, name in enumerate(bot_names)
         ],

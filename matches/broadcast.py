@@ -6,9 +6,10 @@ once, so a client that sees a gap asks for a resync.
 
 from __future__ import annotations
 
-import engine
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+
+import engine
 
 from .models import Match
 
@@ -53,7 +54,9 @@ def state_message(match: Match, state: engine.MatchState, viewer: int | None, ev
             "mode": match.mode,
             "rated": match.rated,
             "status": match.status,
-            "players": [{"seat": p["seat"], "username": p["username"]} for p in match.record["players"]],
+            "players": [
+                {"seat": p["seat"], "username": p["username"]} for p in match.record["players"]
+            ],
         },
         "you": viewer,
         # Who presses Start / Continue (or reveals, in pass-and-play) while the clocks stand:

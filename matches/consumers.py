@@ -39,7 +39,9 @@ class MatchConsumer(AsyncJsonWebsocketConsumer):
         else:
             self.audience = seats[0] if seats else broadcast.WATCHERS
         self.bucket = TokenBucket.for_connections()
-        await self.channel_layer.group_add(broadcast.group_name(self.match_id, self.audience), self.channel_name)
+        await self.channel_layer.group_add(
+            broadcast.group_name(self.match_id, self.audience), self.channel_name
+        )
         await self.accept()
         for seat in self.seats:
             await presence.joined(self.match_id, seat)
@@ -48,7 +50,9 @@ class MatchConsumer(AsyncJsonWebsocketConsumer):
     async def disconnect(self, code):
         if not hasattr(self, "audience"):
             return
-        await self.channel_layer.group_discard(broadcast.group_name(self.match_id, self.audience), self.channel_name)
+        await self.channel_layer.group_discard(
+            broadcast.group_name(self.match_id, self.audience), self.channel_name
+        )
         for seat in self.seats:
             await presence.left(self.match_id, seat)
 
@@ -69,7 +73,9 @@ class MatchConsumer(AsyncJsonWebsocketConsumer):
             return
         kind = content.get("type")
         if kind == "ping":
-            await self.send_json({"type": "pong", "t": content.get("t"), "server_ms": await _authority_now()})
+            await self.send_json(
+                {"type": "pong", "t": content.get("t"), "server_ms": await _authority_now()}
+            )
         elif kind in ("hello", "sync"):
             last_seq = content.get("last_seq")
             await self._send_state(last_seq=last_seq if isinstance(last_seq, int) else None)
@@ -89,7 +95,9 @@ class MatchConsumer(AsyncJsonWebsocketConsumer):
             arrival = await timekeeping.stamp_arrival(self.match_id)
         except RedisError as exc:
             await _report_fault(self.match_id, TimingFault.Kind.UNREACHABLE, {"error": repr(exc)})
-            await self._error(content, "time_unavailable", "the server cannot read its clock; try again")
+            await self._error(
+                content, "time_unavailable", "the server cannot read its clock; try again"
+            )
             return
         await self._watch_time(arrival)
         try:
@@ -106,18 +114,30 @@ class MatchConsumer(AsyncJsonWebsocketConsumer):
         finally:
             await timekeeping.release_arrival(arrival)
         await self.send_json(
-            {"type": "ack", "cseq": cseq, "seq": outcome.seq, "duplicate": outcome.duplicate, "late": outcome.late}
+            {
+                "type": "ack",
+                "cseq": cseq,
+                "seq": outcome.seq,
+                "duplicate": outcome.duplicate,
+                "late": outcome.late,
+            }
         )
 
     async def _watch_time(self, arrival: timekeeping.Arrival) -> None:
         if arrival.lag_ms > timekeeping.setting_ms("STAMP_LATE_TOLERANCE_MS", 2_000):
-            await _report_fault(self.match_id, TimingFault.Kind.LATE_STAMP, {"lag_ms": round(arrival.lag_ms, 1)})
-        suspicion = timekeeping.WATCH.observe(arrival.at_ms, timekeeping.monotonic_ms() - arrival.lag_ms / 2)
+            await _report_fault(
+                self.match_id, TimingFault.Kind.LATE_STAMP, {"lag_ms": round(arrival.lag_ms, 1)}
+            )
+        suspicion = timekeeping.WATCH.observe(
+            arrival.at_ms, timekeeping.monotonic_ms() - arrival.lag_ms / 2
+        )
         if suspicion is not None:
             await _report_fault(self.match_id, *suspicion)
 
     async def _send_state(self, last_seq: int | None) -> None:
-        message = await database_sync_to_async(_state_message)(self.match_id, self.audience, last_seq)
+        message = await database_sync_to_async(_state_message)(
+            self.match_id, self.audience, last_seq
+        )
         await self.send_json(message)
 
     async def _error(self, content: dict, code: str, reason: str) -> None:
@@ -126,7 +146,7 @@ class MatchConsumer(AsyncJsonWebsocketConsumer):
 
 
 def _seats_of(match_id: str, user) -> list[int] | None:
-    """The seats the user holds in the match ([] for a spectator), or None if there is no such match."""
+    """The seats the user holds ([] for a spectator), or None if there is no such match."""
     match = Match.objects.filter(pk=match_id).only("player0_id", "player1_id").first()
     if match is None:
         return None

@@ -4,7 +4,7 @@ Each deadline also gets a Celery task with that ETA; the beat sweeper catches lo
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from .redis_clients import sync_redis
 
@@ -28,7 +28,7 @@ def remember(match_id: str, deadline_ms: int | None) -> None:
 def schedule(match_id: str, seq: int, deadline_ms: int) -> None:
     from .tasks import expire_match
 
-    eta = datetime.fromtimestamp(deadline_ms / 1000, timezone.utc)
+    eta = datetime.fromtimestamp(deadline_ms / 1000, UTC)
     # Short expiry: a task that missed its moment is redundant, the sweeper covers it.
     expire_match.apply_async((match_id, seq), eta=eta, expires=600)
 

@@ -27,11 +27,17 @@ class Match(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     mode = models.CharField(max_length=8, choices=Mode.choices, default=Mode.ONLINE)
     rated = models.BooleanField(default=False)
-    status = models.CharField(max_length=8, choices=Status.choices, default=Status.WAITING, db_index=True)
+    status = models.CharField(
+        max_length=8, choices=Status.choices, default=Status.WAITING, db_index=True
+    )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    player0 = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
-    player1 = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    player0 = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    player1 = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
     # The record of ARCHIVE.md, kept whole; the round being played has its seed withheld.
     record = models.JSONField()
     seq = models.PositiveIntegerField(default=0)  # number of the last event
@@ -67,7 +73,11 @@ class Match(models.Model):
 
     def seats_of(self, user) -> list[int]:
         """The seats ``user`` holds: none, one, or (pass-and-play) both."""
-        return [seat for seat, player_id in enumerate((self.player0_id, self.player1_id)) if player_id == user.pk]
+        return [
+            seat
+            for seat, player_id in enumerate((self.player0_id, self.player1_id))
+            if player_id == user.pk
+        ]
 
     @property
     def is_over(self) -> bool:

@@ -6,8 +6,9 @@ import copy
 import pickle
 from dataclasses import replace
 
-import engine
 from django.db.models import Q
+
+import engine
 
 from .models import Match
 
@@ -32,7 +33,11 @@ def match_record(match: Match, *, withhold_live: bool = True) -> dict:
         (match.rating_before1, match.rating_after1),
     )
     record["players"] = [
-        {**player, "rating_before": ratings[player["seat"]][0], "rating_after": ratings[player["seat"]][1]}
+        {
+            **player,
+            "rating_before": ratings[player["seat"]][0],
+            "rating_after": ratings[player["seat"]][1],
+        }
         for player in record["players"]
     ]
     if withhold_live:

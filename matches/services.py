@@ -11,14 +11,14 @@ from __future__ import annotations
 import logging
 import pickle
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from functools import partial
 
-import engine
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone as dj_timezone
+
+import engine
 
 from . import broadcast, deadlines, presence, timekeeping
 from .models import Match, TimingFault
@@ -65,14 +65,23 @@ def start_grace_ms(match: Match) -> int:
 # --- creating ------------------------------------------------------------------------------
 
 
-def match_create(*, player0, player1, mode: str = Match.Mode.ONLINE, rated: bool = False, now_ms: int,
-                 clock: engine.ClockConfig | None = None) -> Match:
+def match_create(
+    *,
+    player0,
+    player1,
+    mode: str = Match.Mode.ONLINE,
+    rated: bool = False,
+    now_ms: int,
+    clock: engine.ClockConfig | None = None,
+) -> Match:
     """A new match with its first round dealt; clocks stand until Start."""
     if mode == Match.Mode.HOTSEAT and (player0.pk != player1.pk or rated):
         raise ValueError("a pass-and-play match is one user's, on both seats, and unrated")
     seed = engine.new_seed()
     state = engine.new_match(
-        engine.deal_from_seed(seed), clock=clock or clock_config(), hotseat=mode == Match.Mode.HOTSEAT
+        engine.deal_from_seed(seed),
+        clock=clock or clock_config(),
+        hotseat=mode == Match.Mode.HOTSEAT,
     )
     match = Match(mode=mode, rated=rated, player0=player0, player1=player1, secret_seed=seed)
     match.record = engine.new_record(
@@ -80,8 +89,11 @@ def match_create(*, player0, player1, mode: str = Match.Mode.ONLINE, rated: bool
         match_id=str(match.id),
         mode=mode,
         rated=rated,
-        created_at=datetime.fromtimestamp(now_ms / 1000, timezone.utc).isoformat().replace("+00:00", "Z"),
-        players=[{"seat": 0, "username": player0.username}, {"seat": 1, "username": player1.username}],
+        created_at=engine.iso_timestamp(now_ms),
+        players=[
+            {"seat": 0, "username": player0.username},
+            {"seat": 1, "username": player1.username},
+        ],
     )
     _store(match, state, now_ms)
     match.save()
@@ -92,7 +104,9 @@ def match_create(*, player0, player1, mode: str = Match.Mode.ONLINE, rated: bool
 # --- commands ------------------------------------------------------------------------------
 
 
-def match_submit(*, match_id, user, command: dict, arrival_ms: int, cseq: int | None = None) -> Outcome:
+def match_submit(
+    *, match_id, user, command: dict, arrival_ms: int, cseq: int | None = None
+) -> Outcome:
     """Apply a player's command that reached the server at ``arrival_ms`` (stamped by the time
     authority before any lock was awaited). Raises CommandRejected, changing nothing, for an
     illegal command; a command whose ``cseq`` was already applied is acknowledged, not applied."""
@@ -109,7 +123,9 @@ def match_submit(*, match_id, user, command: dict, arrival_ms: int, cseq: int | 
         except engine.IllegalCommand as exc:
             if exc.code != "time_over":
                 raise CommandRejected(exc.code, exc.reason) from None
-            new_state, events = engine.apply(state, None, {"type": _expiry_kind(match, state)}, arrival_ms)
+            new_state, events = engine.apply(
+                state, None, {"type": _expiry_kind(match, state)}, arrival_ms
+            )
             _commit_change(match, new_state, events, arrival_ms)
             return Outcome(seq=match.seq, late=True)
         if cseq is not None:
@@ -121,7 +137,12 @@ def match_submit(*, match_id, user, command: dict, arrival_ms: int, cseq: int | 
 def _locked(match_id) -> Match:
     try:
         return Match.objects.select_for_update().get(pk=match_id)
-    except (Match.DoesNotExist, ValidationError, ValueError, TypeError):  # a malformed id is no match
+    except (
+        Match.DoesNotExist,
+        ValidationError,
+        ValueError,
+        TypeError,
+    ):  # a malformed id is no match
         raise CommandRejected("no_such_match", "there is no such match") from None
 
 
@@ -145,10 +166,16 @@ def _last_cseq(match: Match, slot: int) -> int:
 
 def _check_start_allowed(match: Match, state, seat: int, command) -> None:
     """Start / Continue sets the first player's clock running, so that player presses it."""
-    if not isinstance(command, dict) or command.get("type") != "start" or state.phase not in READY_PHASES:
+    if (
+        not isinstance(command, dict)
+        or command.get("type") != "start"
+        or state.phase not in READY_PHASES
+    ):
         return
     if seat != engine.first_to_act(state):
-        raise CommandRejected("not_your_start", "the player who acts first presses Start / Continue")
+        raise CommandRejected(
+            "not_your_start", "the player who acts first presses Start / Continue"
+        )
 
 
 def _expiry_kind(match: Match, state: engine.MatchState) -> str:
@@ -177,8 +204,15 @@ def match_expire(*, match_id, now_ms: int, seq: int | None = None) -> str:
             return "command_pending"
         late_by = now_ms - match.deadline_ms
         if late_by > timekeeping.setting_ms("TIMEOUT_LATE_TOLERANCE_MS", 3_000):
-            fault_record(match=match, kind=TimingFault.Kind.LATE_TIMEOUT,
-                         detail={"deadline_ms": match.deadline_ms, "processed_ms": now_ms, "late_by_ms": late_by})
+            fault_record(
+                match=match,
+                kind=TimingFault.Kind.LATE_TIMEOUT,
+                detail={
+                    "deadline_ms": match.deadline_ms,
+                    "processed_ms": now_ms,
+                    "late_by_ms": late_by,
+                },
+            )
         state = match_state(match)
         if match.deadline_kind == Match.DeadlineKind.START:
             kind, command = "start", {"type": "start"}
@@ -232,7 +266,9 @@ def _queue_recheck(fault_id: int) -> None:
     try:
         recheck_fault.delay(fault_id)
     except Exception:  # the broker is Redis, which may be the very thing that failed
-        log.exception("could not queue the re-check of timing fault %s; staff can confirm it", fault_id)
+        log.exception(
+            "could not queue the re-check of timing fault %s; staff can confirm it", fault_id
+        )
 
 
 def fault_confirm(*, fault_id: int, decided_by: str, now_ms: int) -> TimingFault:
@@ -244,7 +280,9 @@ def fault_confirm(*, fault_id: int, decided_by: str, now_ms: int) -> TimingFault
         fault.decided_at = dj_timezone.now()
         fault.decided_by = decided_by
         fault.save(update_fields=["status", "decided_at", "decided_by"])
-        match_void(match_id=fault.match_id, why=f"{fault.get_kind_display()} ({fault.kind})", now_ms=now_ms)
+        match_void(
+            match_id=fault.match_id, why=f"{fault.get_kind_display()} ({fault.kind})", now_ms=now_ms
+        )
         return fault
 
 
@@ -290,7 +328,10 @@ def _store(match: Match, state: engine.MatchState, now_ms: int) -> None:
         match.finished_at = match.finished_at or dj_timezone.now()
         match.deadline_ms, match.deadline_kind = None, ""
     elif state.phase in READY_PHASES:
-        match.deadline_ms, match.deadline_kind = now_ms + start_grace_ms(match), Match.DeadlineKind.START
+        match.deadline_ms, match.deadline_kind = (
+            now_ms + start_grace_ms(match),
+            Match.DeadlineKind.START,
+        )
     else:
         match.deadline_ms, match.deadline_kind = state.deadline_ms, Match.DeadlineKind.DECISION
 

@@ -15,7 +15,11 @@ from .models import Match, TimingFault
 log = logging.getLogger(__name__)
 
 PENDING_RETRY_S = 0.05  # a command stamped before the deadline is about to be applied
-CONCLUSIVE_FAULTS = (TimingFault.Kind.LATE_TIMEOUT, TimingFault.Kind.LATE_STAMP, TimingFault.Kind.UNREACHABLE)
+CONCLUSIVE_FAULTS = (
+    TimingFault.Kind.LATE_TIMEOUT,
+    TimingFault.Kind.LATE_STAMP,
+    TimingFault.Kind.UNREACHABLE,
+)
 
 
 @shared_task(ignore_result=True)
@@ -23,7 +27,9 @@ def expire_match(match_id: str, seq: int) -> str:
     """The task armed for one deadline (the sweeper catches the ones that get lost)."""
     outcome = services.match_expire(match_id=match_id, seq=seq, now_ms=timekeeping.now_ms())
     if outcome == "early":
-        deadline_ms = Match.objects.filter(pk=match_id).values_list("deadline_ms", flat=True).first()
+        deadline_ms = (
+            Match.objects.filter(pk=match_id).values_list("deadline_ms", flat=True).first()
+        )
         deadlines.schedule(match_id, seq, deadline_ms)
     elif outcome == "command_pending":
         expire_match.apply_async((match_id, seq), countdown=PENDING_RETRY_S, expires=600)
@@ -41,7 +47,9 @@ def sweep_deadlines() -> int:
         outcome = services.match_expire(match_id=match_id, now_ms=now_ms)
         if outcome in ("nothing_due", "early"):
             # Redis was out of step with the database: the database wins.
-            deadline_ms = Match.objects.filter(pk=match_id).values_list("deadline_ms", flat=True).first()
+            deadline_ms = (
+                Match.objects.filter(pk=match_id).values_list("deadline_ms", flat=True).first()
+            )
             deadlines.remember(match_id, deadline_ms)
         else:
             acted += 1
@@ -56,7 +64,9 @@ def recheck_fault(fault_id: int) -> str:
         return "decided"
     if fault.kind not in CONCLUSIVE_FAULTS and not _authority_disagrees():
         return "left_to_staff"
-    services.fault_confirm(fault_id=fault_id, decided_by="auto", now_ms=timekeeping.now_ms_or_wall())
+    services.fault_confirm(
+        fault_id=fault_id, decided_by="auto", now_ms=timekeeping.now_ms_or_wall()
+    )
     return "confirmed"
 
 

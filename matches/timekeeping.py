@@ -96,7 +96,9 @@ async def stamp_arrival(match_id: str) -> Arrival:
     """Stamp a command's arrival and register it as pending for its match."""
     token = uuid.uuid4().hex
     started = monotonic_ms()
-    at_ms = await async_redis().eval(_STAMP, 1, ARRIVALS_KEY.format(match_id=match_id), token, PENDING_TTL_MS)
+    at_ms = await async_redis().eval(
+        _STAMP, 1, ARRIVALS_KEY.format(match_id=match_id), token, PENDING_TTL_MS
+    )
     return Arrival(match_id, token, int(at_ms), monotonic_ms() - started)
 
 
@@ -106,4 +108,6 @@ async def release_arrival(arrival: Arrival) -> None:
 
 def pending_before(match_id: str, deadline_ms: int, now: int) -> int:
     """How many commands stamped before ``deadline_ms`` (and not lost) are still pending."""
-    return sync_redis().zcount(ARRIVALS_KEY.format(match_id=match_id), now - PENDING_TTL_MS, deadline_ms - 1)
+    return sync_redis().zcount(
+        ARRIVALS_KEY.format(match_id=match_id), now - PENDING_TTL_MS, deadline_ms - 1
+    )

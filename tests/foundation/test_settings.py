@@ -65,7 +65,7 @@ def test_celery_uses_redis_for_broker_and_results_and_schedules_the_heartbeat():
     assert app.conf.broker_url == settings.REDIS_URL
     assert app.conf.result_backend == settings.REDIS_URL
     assert app.conf.beat_schedule["heartbeat"]["task"] == "config.tasks.heartbeat"
-    app.loader.import_default_modules()  # what a worker does at start: CELERY_IMPORTS, autodiscovery
+    app.loader.import_default_modules()  # as a worker does at start
     assert "config.tasks.heartbeat" in app.tasks
 
 
