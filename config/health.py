@@ -62,8 +62,11 @@ def check_redis(*, now_s: float) -> dict:
 async def check_channel_layer() -> None:
     """Send one message to a fresh channel through the configured layer and read it back."""
     layer = get_channel_layer()
-    channel = await layer.new_channel("healthz")
     nonce = secrets.token_hex(8)
+    # A plain channel, not a process-local one from new_channel(): channels-redis serves those
+    # through one shared receive loop that a consumer's cancelled receive can hold up for
+    # seconds, which made this check fail at random while the layer was fine.
+    channel = f"healthz.{nonce}"
     await layer.send(channel, {"type": "healthz.ping", "nonce": nonce})
     message = await layer.receive(channel)
     if message.get("nonce") != nonce:

@@ -25,7 +25,7 @@ def user_group(user_id: int) -> str:
 
 
 def next_seq() -> int:
-    from matches.redis_clients import sync_redis
+    from config.redis_clients import sync_redis
 
     return int(sync_redis().incr(SEQ_KEY))
 

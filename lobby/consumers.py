@@ -12,13 +12,12 @@ players as ``{"type": "match_started", "match_id", "url"}``.
 
 from __future__ import annotations
 
-import time
-
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from config.presence import wall_ms
+from config.ratelimit import TokenBucket
 from lobby import broadcast, presence, selectors, services
-from matches.ratelimit import TokenBucket
 from matches.timekeeping import monotonic_ms
 
 CLOSE_NOT_SIGNED_IN = 4401
@@ -61,10 +60,6 @@ def _call(kind: str, user, content: dict):
     raise services.LobbyError("unknown_request", f"unknown request {kind!r}")
 
 
-def _wall_ms() -> int:
-    return int(time.time() * 1000)
-
-
 def _snapshot(user) -> tuple[dict, dict]:
     seq = broadcast.next_seq()
     return {**selectors.lobby_state(), "seq": seq}, {**selectors.personal_state(user), "seq": seq}
@@ -79,7 +74,7 @@ class LobbyConsumer(AsyncJsonWebsocketConsumer):
         self.groups_joined = [broadcast.LOBBY_GROUP, broadcast.user_group(self.user.pk)]
         for group in self.groups_joined:
             await self.channel_layer.group_add(group, self.channel_name)
-        await presence.seen(self.user.pk, self.channel_name, _wall_ms())
+        await presence.seen(self.user.pk, self.channel_name, wall_ms())
         self.bucket = TokenBucket.for_connections()
         await self.accept()
         await self._send_snapshot()
@@ -89,7 +84,7 @@ class LobbyConsumer(AsyncJsonWebsocketConsumer):
             return
         for group in self.groups_joined:
             await self.channel_layer.group_discard(group, self.channel_name)
-        if await presence.left(self.user.pk, self.channel_name, _wall_ms()) == 0:
+        if await presence.left(self.user.pk, self.channel_name, wall_ms()) == 0:
             await database_sync_to_async(services.lobby_leave)(user=self.user)
 
     async def receive_json(self, content, **kwargs):
@@ -99,7 +94,7 @@ class LobbyConsumer(AsyncJsonWebsocketConsumer):
             )
             return
         kind = content.get("type")
-        await presence.seen(self.user.pk, self.channel_name, _wall_ms())
+        await presence.seen(self.user.pk, self.channel_name, wall_ms())
         if not self.bucket.allow(monotonic_ms()):
             await self._error(kind, "rate_limited", "too many requests: slow down")
         elif kind == "ping":

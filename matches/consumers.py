@@ -11,9 +11,10 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from redis.exceptions import RedisError
 
+from config.ratelimit import TokenBucket
+
 from . import broadcast, presence, services, timekeeping
 from .models import Match, TimingFault
-from .ratelimit import TokenBucket
 from .selectors import events_since, match_state
 
 log = logging.getLogger(__name__)
@@ -43,8 +44,7 @@ class MatchConsumer(AsyncJsonWebsocketConsumer):
             broadcast.group_name(self.match_id, self.audience), self.channel_name
         )
         await self.accept()
-        for seat in self.seats:
-            await presence.joined(self.match_id, seat)
+        await self._seen()
         await self._send_state(last_seq=None)
 
     async def disconnect(self, code):
@@ -54,7 +54,7 @@ class MatchConsumer(AsyncJsonWebsocketConsumer):
             broadcast.group_name(self.match_id, self.audience), self.channel_name
         )
         for seat in self.seats:
-            await presence.left(self.match_id, seat)
+            await presence.left(self.match_id, seat, self.channel_name)
 
     async def receive(self, text_data=None, bytes_data=None, **kwargs):
         """Anything but a text frame of JSON is a bad message, answered, not a crash."""
@@ -65,6 +65,7 @@ class MatchConsumer(AsyncJsonWebsocketConsumer):
         await self.receive_json(content, **kwargs)
 
     async def receive_json(self, content, **kwargs):
+        await self._seen()
         if not self.bucket.allow(timekeeping.monotonic_ms()):
             await self._error(content, "rate_limited", "too many messages: slow down")
             return
@@ -81,6 +82,11 @@ class MatchConsumer(AsyncJsonWebsocketConsumer):
             await self._send_state(last_seq=last_seq if isinstance(last_seq, int) else None)
         else:
             await self._command(content)
+
+    async def _seen(self) -> None:
+        """Keep this socket counted as present for its seats (clients ping every few seconds)."""
+        for seat in self.seats:
+            await presence.seen(self.match_id, seat, self.channel_name)
 
     async def match_message(self, event):
         await self.send_json(event["payload"])

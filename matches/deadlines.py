@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from .redis_clients import sync_redis
+from config.redis_clients import sync_redis
 
 DEADLINES_KEY = "sbo:deadlines"
 

@@ -1,25 +1,24 @@
-"""Who is connected to a match, per seat, kept in Redis so every Daphne process agrees. A
-player whose clock runs out while nobody holds their seat has abandoned the match."""
+"""Who is connected to a match, per seat (see config/presence.py). A player whose clock runs
+out while none of their sockets has been heard from lately has abandoned the match."""
 
 from __future__ import annotations
 
-from .redis_clients import async_redis, sync_redis
+from config.presence import SocketPresence, wall_ms
 
-PRESENCE_KEY = "sbo:presence:{match_id}"
-PRESENCE_TTL_S = 24 * 3600
-
-
-async def joined(match_id: str, seat: int) -> None:
-    key = PRESENCE_KEY.format(match_id=match_id)
-    client = async_redis()
-    await client.hincrby(key, str(seat), 1)
-    await client.expire(key, PRESENCE_TTL_S)
+SEATS = SocketPresence("sbo:presence:{}")
 
 
-async def left(match_id: str, seat: int) -> None:
-    await async_redis().hincrby(PRESENCE_KEY.format(match_id=match_id), str(seat), -1)
+def subject(match_id, seat: int) -> str:
+    return f"{match_id}:{seat}"
 
 
-def is_connected(match_id: str, seat: int) -> bool:
-    count = sync_redis().hget(PRESENCE_KEY.format(match_id=match_id), str(seat))
-    return int(count or 0) > 0
+async def seen(match_id, seat: int, channel_name: str) -> None:
+    await SEATS.seen(subject(match_id, seat), channel_name, wall_ms())
+
+
+async def left(match_id, seat: int, channel_name: str) -> None:
+    await SEATS.left(subject(match_id, seat), channel_name, wall_ms())
+
+
+def is_connected(match_id, seat: int) -> bool:
+    return SEATS.count(subject(match_id, seat), wall_ms()) > 0

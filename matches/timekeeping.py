@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from .redis_clients import async_redis, sync_redis
+from config.redis_clients import async_redis, sync_redis
 
 ARRIVALS_KEY = "sbo:arrivals:{match_id}"
 PENDING_TTL_MS = 60_000  # a pending arrival older than this was lost with its process

@@ -193,15 +193,16 @@ def reproducible_deals(monkeypatch):
 @pytest.fixture
 def present():
     """Mark seats as connected in the presence registry (as the consumer does), undone after."""
-    from matches.presence import PRESENCE_KEY
-    from matches.redis_clients import sync_redis
+    from config.presence import wall_ms
+    from config.redis_clients import sync_redis
+    from matches.presence import SEATS, subject
 
     keys = []
 
     def mark(match, seat: int) -> None:
-        key = PRESENCE_KEY.format(match_id=str(match.pk))
+        key = SEATS.key(subject(match.pk, seat))
         keys.append(key)
-        sync_redis().hincrby(key, str(seat), 1)
+        sync_redis().zadd(key, {"test-socket": wall_ms()})
 
     yield mark
     if keys:

@@ -7,9 +7,9 @@ import uuid
 import pytest
 
 import engine
+from config.redis_clients import sync_redis
 from matches import deadlines, services, tasks, timekeeping
 from matches.models import Match, TimingFault
-from matches.redis_clients import sync_redis
 
 pytestmark = pytest.mark.django_db
 GRACE = 20_000

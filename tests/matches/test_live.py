@@ -138,8 +138,8 @@ def test_a_whole_match_to_a_zero_balance(duel):
             await table.client(None),
         )
         await asyncio.gather(
-            play_match(seat0, strategy="greedy", rng=random.Random(1), timeout=30),
-            play_match(seat1, strategy="random", rng=random.Random(2), timeout=30),
+            play_match(seat0, strategy="greedy", rng=random.Random(1), timeout=120),
+            play_match(seat1, strategy="random", rng=random.Random(2), timeout=120),
         )
         await watcher.wait_for(lambda c: c.over, 10)
         for client in (seat0, seat1, watcher):
