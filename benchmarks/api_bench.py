@@ -102,6 +102,7 @@ def _load() -> dict:
         "id", "mode", "rated", "status", "created_at", "finished_at", "player0_id", "player1_id",
         "record", "seq", "secret_seed", "deadline_kind", "cseq0", "cseq1", "winner", "reason",
         "rating_before0", "rating_before1", "rating_after0", "rating_after1",
+        "balances", "round_count",
     )  # fmt: skip
     table = Match._meta.db_table
     with connection.cursor() as cursor:
@@ -131,6 +132,7 @@ def _load() -> dict:
                     match_id, "online", True, "finished", created, finished, ids[p0], ids[p1], text,
                     last_seq, "", "", 0, 0, winner, record["result"]["reason"],
                     r0, r1, r0 + delta, r1 - delta,
+                    json.dumps(record["balances"]), len(record["rounds"]),
                 ))  # fmt: skip
         cursor.execute(f"ANALYZE {table}")
         cursor.execute(f"ANALYZE {User._meta.db_table}")

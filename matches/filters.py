@@ -4,8 +4,7 @@ full records for export, and the filters the list and the export share."""
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.db.models import F, Func, IntegerField, Q, QuerySet
-from django.db.models.fields.json import KeyTransform
+from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
 from django_filters import rest_framework as filters
 from rest_framework.exceptions import ValidationError
@@ -19,36 +18,16 @@ REASONS = ("points", "time", "resign", "abandon", "void")
 # Columns a summary reads; the record (tens of kB) and the snapshot stay in the database.
 SUMMARY_FIELDS = (
     "id", "mode", "rated", "status", "created_at", "finished_at", "seq", "winner", "reason",
+    "balances", "round_count",
     "rating_before0", "rating_before1", "rating_after0", "rating_after1",
     "player0__username", "player1__username",
 )  # fmt: skip
 
 
-class RoundsCount(Func):
-    """The number of rounds in a record, counted by the database."""
-
-    function = "JSON_ARRAY_LENGTH"
-    template = "%(function)s(%(expressions)s, '$.rounds')"
-    output_field = IntegerField()
-
-    def as_postgresql(self, compiler, connection, **extra):
-        return self.as_sql(
-            compiler, connection, function="JSONB_ARRAY_LENGTH",
-            template="%(function)s(%(expressions)s -> 'rounds')", **extra,
-        )  # fmt: skip
-
-
 def with_summary(queryset: QuerySet[Match]) -> QuerySet[Match]:
-    """Summary rows: players joined, only the summary columns, and the final balances and the
-    number of rounds read out of the record by the database (``final_balances``,
-    ``rounds_count``), so the record itself never leaves it."""
-    return (
-        queryset.select_related("player0", "player1")
-        .only(*SUMMARY_FIELDS)
-        .annotate(
-            final_balances=KeyTransform("balances", "record"), rounds_count=RoundsCount(F("record"))
-        )
-    )
+    """Summary rows: players joined and only the summary columns (the record stays in the
+    database; the final balances and the number of rounds have columns of their own)."""
+    return queryset.select_related("player0", "player1").only(*SUMMARY_FIELDS)
 
 
 def with_record(queryset: QuerySet[Match]) -> QuerySet[Match]:

@@ -49,6 +49,9 @@ class Match(models.Model):
     # The last client sequence number applied for each seat (duplicate commands are acknowledged).
     cseq0 = models.BigIntegerField(default=0)
     cseq1 = models.BigIntegerField(default=0)
+    # Copies of the record's final numbers, so archive lists never read the record itself.
+    balances = models.JSONField(default=list)
+    round_count = models.PositiveSmallIntegerField(default=1)
     winner = models.PositiveSmallIntegerField(null=True, blank=True)
     reason = models.CharField(max_length=8, blank=True)
     # Ratings around a rated result, stored with the match so a void can take them back exactly.
@@ -61,6 +64,7 @@ class Match(models.Model):
         ordering = ["-created_at"]
         indexes = [
             models.Index(fields=["status", "deadline_ms"]),
+            models.Index(fields=["status", "-finished_at"]),
             models.Index(fields=["player0", "-created_at"]),
             models.Index(fields=["player1", "-created_at"]),
         ]

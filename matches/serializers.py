@@ -36,11 +36,10 @@ class MatchSummarySerializer(serializers.Serializer):
     players = serializers.SerializerMethodField()
     result = serializers.SerializerMethodField()
     balances = serializers.ListField(
-        source="final_balances",
         child=serializers.IntegerField(),
         help_text="final (or, live, current)",
     )
-    rounds = serializers.IntegerField(source="rounds_count", help_text="number of rounds dealt")
+    rounds = serializers.IntegerField(source="round_count", help_text="number of rounds dealt")
 
     def get_url(self, match) -> str:
         return f"/api/matches/{match.id}/"

@@ -321,6 +321,8 @@ def _commit_change(match: Match, state: engine.MatchState, events: list[dict], n
 def _store(match: Match, state: engine.MatchState, now_ms: int) -> None:
     match.snapshot = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
     match.seq = state.seq
+    match.balances = list(state.balances)
+    match.round_count = state.round_no
     match.status = engine.status_of(state)
     if state.result is not None:
         match.winner = state.result.winner
