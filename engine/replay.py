@@ -52,10 +52,12 @@ def replay(record: dict) -> MatchState:
     return state
 
 
-def audit(record: dict) -> tuple[MatchState | None, list[Problem]]:
+def audit(record: dict, on_step=None) -> tuple[MatchState | None, list[Problem]]:
     """Replay the record and collect every rule it breaks (after an illegal command the rest of
-    the record cannot be followed, so the audit stops there)."""
-    auditor = _Auditor(record)
+    the record cannot be followed, so the audit stops there). ``on_step(round_no, event, state)``
+    sees the state after each deal (event None) and after each event (the replay viewer's
+    frames)."""
+    auditor = _Auditor(record, on_step or _ignore_step)
     try:
         auditor.run()
     except _Stop:
@@ -79,9 +81,14 @@ def command_of(event: dict) -> tuple[int | None, dict]:
     return event["seat"], {"type": kind}
 
 
+def _ignore_step(round_no, event, state) -> None:
+    """The default ``on_step``: nothing to see."""
+
+
 class _Auditor:
-    def __init__(self, record: dict):
+    def __init__(self, record: dict, on_step):
         self.record = record
+        self.on_step = on_step
         self.state: MatchState | None = None
         self.problems: list[Problem] = []
         self.round_no: int | None = None
@@ -104,6 +111,7 @@ class _Auditor:
             else:
                 self.state = next_round(self.state, deal)
             self._header(round_record)
+            self.on_step(self.round_no, None, self.state)
             self._events(round_record["events"])
             if self.state.round_over and round_record.get("seed") is None:
                 self.problem("the round is over but its seed was not revealed")
@@ -148,6 +156,7 @@ class _Auditor:
                 raise _Stop
             if pending:
                 self._compare(pending.pop(0), event)
+                self.on_step(self.round_no, event, self.state)
                 continue
             if event["type"] in AUTOMATIC or event.get("auto"):
                 self.problem(
@@ -168,6 +177,7 @@ class _Auditor:
                 raise _Stop from None
             self._compare(produced[0], event)
             pending = produced[1:]
+            self.on_step(self.round_no, event, self.state)
         if pending:
             self.problem(
                 f"missing {pending[0]['type']} event (expected {pending[0]})",

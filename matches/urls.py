@@ -6,7 +6,6 @@ from matches import views
 
 urlpatterns = [
     path("match/<uuid:match_id>/", views.match_page, name="match"),
-    path("match/<uuid:match_id>/record.json", views.match_record_json, name="match-record"),
     path("match/<uuid:match_id>/replay/", views.replay_page, name="replay"),
     path("match/<uuid:match_id>/replay/frames.json", views.replay_frames_json, name="frames"),
     path("matches/", views.archive, name="archive"),

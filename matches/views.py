@@ -11,9 +11,6 @@ from django.utils.translation import gettext as _
 
 import engine
 from engine.layout import Layout
-from engine.replay import AUTOMATIC, command_of
-from engine.shuffle import Deal
-from engine.tiles import parse_tile
 from engine.view import layout_view
 
 from .models import Match
@@ -39,7 +36,6 @@ def match_page(request, match_id):
                 "mode": match.mode,
                 "players": [match.player0.username, match.player1.username],
                 "seats": seats,
-                "recordUrl": f"/match/{match.id}/record.json",
                 "apiUrl": f"/api/matches/{match.id}/",
             },
             "strings": js_strings(),
@@ -82,12 +78,6 @@ def rules(request):
 # --- JSON ----------------------------------------------------------------------------------
 
 
-def match_record_json(request, match_id):
-    """The public record (ARCHIVE.md): a fallback for the REST API's ``/api/matches/<id>/``."""
-    match = get_object_or_404(Match, pk=match_id)
-    return JsonResponse(match_record(match))
-
-
 def replay_frames_json(request, match_id):
     """One public view per recorded event, computed by replaying the record through the rules,
     so the replay viewer needs no second copy of them. Rounds whose deal is still withheld
@@ -105,29 +95,13 @@ def replay_frames_json(request, match_id):
 
 
 def replay_frames(record: dict) -> list[dict]:
-    clock = engine.ClockConfig(record["clock"]["bank_ms"], record["clock"]["delay_ms"])
-    state = None
+    """A frame per deal and per event, by replaying the record through the rules; the walk stops
+    at a round whose deal is still withheld (being played)."""
     frames: list[dict] = []
-    for round_record in record["rounds"]:
-        if round_record.get("hands") is None:
-            break
-        deal = Deal(
-            tuple(tuple(sorted(parse_tile(t) for t in hand)) for hand in round_record["hands"]),
-            tuple(parse_tile(t) for t in round_record["boneyard"]),
-            round_record.get("commitment"),
-            round_record.get("seed"),
-        )
-        if state is None:
-            state = engine.new_match(deal, clock=clock, hotseat=record["mode"] == "hotseat")
-        else:
-            state = engine.next_round(state, deal)
-        number = round_record["number"]
-        frames.append(_frame(state, number, None))
-        for event in round_record["events"]:
-            if not (event["type"] in AUTOMATIC or event.get("auto")):
-                seat, command = command_of(event)
-                state, _events = engine.apply(state, seat, command, event["at_ms"])
-            frames.append(_frame(state, number, event))
+    engine.audit(
+        record,
+        on_step=lambda round_no, event, state: frames.append(_frame(state, round_no, event)),
+    )
     return frames
 
 

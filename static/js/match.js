@@ -83,19 +83,14 @@ function announce(text) {
 
 async function fetchRatings() {
   ui.ratingsAsked = true;
-  for (const url of [cfg.apiUrl, cfg.recordUrl]) {
-    try {
-      const response = await fetch(url, { headers: { Accept: "application/json" } });
-      if (!response.ok) continue;
-      const record = await response.json();
-      if (record.players) {
-        ui.ratings = record.players;
-        render();
-        return;
-      }
-    } catch {
-      // try the next source
-    }
+  try {
+    const response = await fetch(cfg.apiUrl, { headers: { Accept: "application/json" } });
+    if (!response.ok) return;
+    const record = await response.json();
+    ui.ratings = record.players;
+    render();
+  } catch {
+    // The result screen simply goes without the rating change.
   }
 }
 

@@ -5,6 +5,7 @@ import pytest
 
 from engine import ReplayError, audit, replay
 from engine.replay import Problem
+from engine.simulate import simulate
 
 from .records import events_of, hand_before, pool
 
@@ -310,3 +311,14 @@ def test_a_non_object_where_an_automatic_event_is_due_is_a_problem():
 def test_the_match_record_must_be_an_object():
     _, problems = audit(["not", "a", "record"])
     assert [p.message.split(":")[0] for p in problems] == ["malformed record"]
+
+
+def test_audit_shows_each_step_to_an_observer():
+    record = next(simulate(1, "steps"))
+    steps = []
+    audit(record, on_step=lambda round_no, event, state: steps.append((round_no, event, state)))
+    deals = [step for step in steps if step[1] is None]
+    events = [event for r in record["rounds"] for event in r["events"]]
+    assert len(deals) == len(record["rounds"])
+    assert [step[1] for step in steps if step[1] is not None] == events
+    assert steps[-1][2] == replay(record)
