@@ -22,6 +22,7 @@ from engine.rules import net_payment
 
 RUNNING_PHASES = ("auction", "play")
 STANDING_PHASES = ("ready", "handover")
+STALE_AFTER_S = 2.0  # a wait this long without news: ping, in case a broadcast was lost
 GREEDY_TEMPO = 10  # what opening a round is worth beyond its score (as engine.GreedyBot)
 
 
@@ -77,6 +78,10 @@ class MatchClient:
                 message = json.loads(raw)
                 if message.get("type") == "state":
                     await self._on_state(message)
+                elif message.get("type") == "pong" and message.get("seq", 0) > self.seq:
+                    # A broadcast was lost with nothing after it to show the gap.
+                    self.gaps += 1
+                    await self.send({"type": "sync", "last_seq": self.seq})
                 async with self._changed:
                     self.messages.append(message)
                     self._changed.notify_all()
@@ -249,6 +254,23 @@ def _greedy_bid(view: dict) -> dict:
     return {"type": "waive" if legal["waive"] else "accept"}
 
 
+async def _wait_for_turn(client: MatchClient, acted_at, timeout: float) -> None:
+    """Wait until the match is over or it is this seat's turn again. While waiting, ping now and
+    then: the pong names the match's last event, so a lost broadcast is noticed and resynced."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            await client.wait_for(
+                lambda c: c.over or (c.my_turn() and c.state["seq"] != acted_at),
+                min(STALE_AFTER_S, max(0.0, deadline - asyncio.get_running_loop().time())),
+            )
+            return
+        except TimeoutError:
+            if asyncio.get_running_loop().time() >= deadline:
+                raise
+            await client.send({"type": "ping"})
+
+
 async def play_match(
     client: MatchClient,
     *,
@@ -262,10 +284,7 @@ async def play_match(
     rng = rng or random.Random()
     acted_at = None  # the event number at which this seat last acted
     while True:
-        await client.wait_for(
-            lambda c, acted_at=acted_at: c.over or (c.my_turn() and c.state["seq"] != acted_at),
-            timeout,
-        )
+        await _wait_for_turn(client, acted_at, timeout)
         if client.over:
             return client.state
         acted_at = client.state["seq"]

@@ -75,7 +75,12 @@ class MatchConsumer(AsyncJsonWebsocketConsumer):
         kind = content.get("type")
         if kind == "ping":
             await self.send_json(
-                {"type": "pong", "t": content.get("t"), "server_ms": await _authority_now()}
+                {
+                    "type": "pong",
+                    "t": content.get("t"),
+                    "server_ms": await _authority_now(),
+                    "seq": await _last_seq(self.match_id),
+                }
             )
         elif kind in ("hello", "sync"):
             last_seq = content.get("last_seq")
@@ -167,6 +172,12 @@ def _state_message(match_id: str, audience, last_seq: int | None) -> dict:
     viewer = broadcast.viewer_for(match, state, audience)
     events = events_since(match, last_seq) if last_seq is not None else []
     return {**broadcast.state_message(match, state, viewer, events), "resync": True}
+
+
+@database_sync_to_async
+def _last_seq(match_id: str) -> int:
+    """The match's last event number: a client that saw less missed a broadcast."""
+    return Match.objects.filter(pk=match_id).values_list("seq", flat=True).first() or 0
 
 
 async def _authority_now() -> int | None:

@@ -1,5 +1,5 @@
 // The match WebSocket: reconnects by itself (hello with the last seen seq), asks for a resync
-// when a numbered message is missing, numbers commands (cseq, kept per match in
+// when a numbered message is missing (or a pong names a later seq), numbers commands (cseq, kept per match in
 // sessionStorage) and estimates the server's clock offset from ping/pong round trips.
 
 const PING_EVERY_MS = 5_000;
@@ -89,6 +89,10 @@ export class Connection {
       if (typeof msg.server_ms === "number" && rtt <= this.bestRtt * 1.5) {
         this.bestRtt = Math.min(this.bestRtt, rtt);
         this.offsetMs = msg.server_ms + rtt / 2 - Date.now();
+      }
+      // The last broadcast may have been lost with nothing after it to show the gap.
+      if (this.lastSeq !== null && msg.seq > this.lastSeq) {
+        this.sendRaw({ type: "sync", last_seq: this.lastSeq });
       }
       return;
     }

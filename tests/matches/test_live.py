@@ -8,6 +8,7 @@ import asyncio
 import json
 import random
 import uuid
+from unittest.mock import patch
 
 import pytest
 import websockets
@@ -18,7 +19,7 @@ from matches import services, timekeeping
 from matches.botclient import MatchClient, origin_of, play_match, ws_url_of
 from matches.broadcast import visible_event
 from matches.models import Match, TimingFault
-from matches.selectors import match_record
+from matches.selectors import match_record, match_state
 from tests.matches.conftest import session_cookie
 from tests.support import wait_until
 
@@ -213,6 +214,35 @@ def test_a_connected_player_who_does_not_act_loses_on_time(duel):
 
 
 # --- reconnecting, resync ----
+
+
+def test_a_lost_last_broadcast_is_noticed_at_the_next_pong_and_resynced(duel):
+    table = duel(ROOMY, grace_ms=60_000)
+    match = table.match
+    starter = engine.first_to_act(match_state(match))
+    user = match.player0 if starter == 0 else match.player1
+
+    def start_without_telling_anyone():
+        with patch("matches.services.broadcast.publish"):  # the channel layer drops it
+            services.match_submit(
+                match_id=match.pk,
+                user=user,
+                command={"type": "start"},
+                arrival_ms=timekeeping.now_ms(),
+            )
+
+    async def scenario():
+        client = await table.client(1 - starter)
+        before = client.seq
+        await asyncio.to_thread(start_without_telling_anyone)
+        await client.send({"type": "ping"})
+        await client.wait_for(lambda c: c.seq > before)
+        return client
+
+    client = asyncio.run(scenario())
+    assert client.gaps == 1
+    assert [e["type"] for e in client.events] == ["start"]
+    assert client.state["view"]["phase"] != "ready"
 
 
 def test_reconnect_mid_turn_gets_the_missed_events_and_the_clock_runs_on(duel):
