@@ -22,6 +22,7 @@ from engine.rules import net_payment
 
 RUNNING_PHASES = ("auction", "play")
 STANDING_PHASES = ("ready", "handover")
+RATE_LIMITED_BACKOFF_S = 0.2  # the server refills 10 messages a second
 STALE_AFTER_S = 2.0  # a wait this long without news: ping, in case a broadcast was lost
 GREEDY_TEMPO = 10  # what opening a round is worth beyond its score (as engine.GreedyBot)
 
@@ -294,4 +295,8 @@ async def play_match(
             command = {"type": "start"}
         else:
             command = choose(client.view, strategy, rng)
-        await client.command(command, timeout=timeout)
+        reply = await client.command(command, timeout=timeout)
+        if reply["type"] == "error" and reply["code"] == "rate_limited":
+            # Not taken: wait for the connection's allowance to refill, then decide again.
+            acted_at = None
+            await asyncio.sleep(RATE_LIMITED_BACKOFF_S)

@@ -126,6 +126,17 @@ def assert_saw_every_event(client: MatchClient, record: dict) -> None:
     assert client.events == events
 
 
+def explain(match: Match, clients) -> str:
+    """What a failed end-to-end match looked like: its last events and the clients' replies."""
+    events = [e for r in match.record["rounds"] for e in r["events"]]
+    lines = [f"{len(events)} events; the last: {json.dumps(events[-4:])}"]
+    for client in clients:
+        replies = [m for m in client.messages if m["type"] in ("ack", "error")]
+        lines.append(f"seat {client.seat}: seq {client.seq}, gaps {client.gaps}, "
+                     f"last replies {json.dumps(replies[-3:])}")  # fmt: skip
+    return "\n".join(lines)
+
+
 # --- whole matches ----
 
 
@@ -149,7 +160,7 @@ def test_a_whole_match_to_a_zero_balance(duel):
 
     clients = asyncio.run(scenario())
     match = table.refreshed()
-    assert (match.status, match.reason) == ("finished", "points")
+    assert (match.status, match.reason) == ("finished", "points"), explain(match, clients)
     record = match_record(match)
     assert sorted(record["balances"]) == [0, 300]
     assert record["balances"][match.winner] == 300
