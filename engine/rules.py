@@ -8,7 +8,6 @@ it your turn, is it late, then the rules of the command); the first failure rais
 
 from __future__ import annotations
 
-import copy
 from dataclasses import replace
 
 from .clock import ClockConfig
@@ -359,7 +358,7 @@ def _settle(d: Draft, now_ms: int, *, end: str, winner: int | None, points: int)
         },
     )
     # A copy: the event itself goes to the caller, who may add fields to it.
-    d.settlement = copy.deepcopy(settle)
+    d.settlement = {**settle, "pips": list(settle["pips"]), "balances": list(settle["balances"])}
 
 
 # --- start, hand-over ---------------------------------------------------------------------
