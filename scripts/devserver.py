@@ -105,15 +105,20 @@ def run(args: argparse.Namespace) -> int:
             env=env,
             cwd=ROOT,
         )
+        # Beat sends three tasks every second: at INFO their lines would bury everything else.
+        celery_log_level = os.environ.get("CELERY_LOG_LEVEL", "WARNING")
         supervisor.start(
-            "worker", [*celery, "worker", "--loglevel=INFO", "--concurrency=2"], env=env, cwd=ROOT
+            "worker",
+            [*celery, "worker", f"--loglevel={celery_log_level}", "--concurrency=2"],
+            env=env,
+            cwd=ROOT,
         )
         supervisor.start(
             "beat",
             [
                 *celery,
                 "beat",
-                "--loglevel=INFO",
+                f"--loglevel={celery_log_level}",
                 "--schedule",
                 str(run_dir / "celerybeat-schedule"),
             ],
