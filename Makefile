@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench lint
+.PHONY: run test bench lint manage
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,3 +23,7 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# A manage.py command beside a running `make run`, e.g. make manage ARGS="botmatch --matches 3"
+manage: $(STAMP)
+	$(PY) scripts/devserver.py manage $(ARGS)

@@ -87,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
     stop = install_stop_signals()
     with Supervisor() as supervisor:
         env = prepare_environment(supervisor, run_dir)
+        # Where `make manage` finds the Redis of this run (removed again when the run stops).
+        (run_dir / "redis_url").write_text(env["REDIS_URL"])
         manage(env, "migrate", "--noinput")
         manage(env, "collectstatic", "--noinput", "--verbosity", "0")
         celery = [PYTHON, "-m", "celery", "-A", "config"]
@@ -142,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
                 log(f"Stopping: a process exited on its own: {failed}")
                 break
         log("Stopping Daphne, the worker, beat and Redis...")
+        (run_dir / "redis_url").unlink(missing_ok=True)
     log("All stopped.")
     return 0 if stop.is_set() else 1
 
@@ -185,6 +188,20 @@ def test(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
+def manage_command(args: argparse.Namespace) -> int:
+    """A manage.py command in the environment of the running `make run` (its key and Redis)."""
+    run_dir = Path(args.run_dir).resolve()
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="config.settings", PYTHONUNBUFFERED="1")
+    env.setdefault("SECRET_KEY", secret_key(run_dir) if run_dir.exists() else "")
+    if not env.get("REDIS_URL"):
+        url_file = run_dir / "redis_url"
+        if not url_file.exists():
+            log("No `make run` is serving: start it first (or set REDIS_URL).")
+            return 2
+        env["REDIS_URL"] = url_file.read_text().strip()
+    return subprocess.run([PYTHON, "manage.py", *args.arguments], cwd=ROOT, env=env).returncode
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -192,10 +209,12 @@ def main(argv: list[str] | None = None) -> int:
     run_parser.add_argument("--port", type=int, default=int(os.environ.get("PORT") or 8000))
     run_parser.add_argument("--host", default=os.environ.get("HOST") or "127.0.0.1")
     test_parser = commands.add_parser("test", help="run the whole test pipeline")
-    for sub in (run_parser, test_parser):
+    manage_parser = commands.add_parser("manage", help="manage.py, beside a running `make run`")
+    manage_parser.add_argument("arguments", nargs=argparse.REMAINDER)
+    for sub in (run_parser, test_parser, manage_parser):
         sub.add_argument("--run-dir", default=str(ROOT / ".run"))
     args = parser.parse_args(argv)
-    return run(args) if args.command == "run" else test(args)
+    return {"run": run, "test": test, "manage": manage_command}[args.command](args)
 
 
 if __name__ == "__main__":
