@@ -105,3 +105,21 @@ def test_a_local_redis_starts_on_a_free_port_and_stops_with_its_supervisor(tmp_p
         process = supervisor.children["redis"]
     assert process.returncode is not None
     assert not _alive(process.pid)
+
+
+def test_manage_refuses_when_no_server_runs_and_no_redis_is_named(tmp_path, monkeypatch, capsys):
+    from scripts import devserver
+
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    assert devserver.main(["manage", "--run-dir", str(tmp_path), "check"]) == 2
+    assert "No `make run` is serving" in capsys.readouterr().out
+
+
+def test_manage_runs_a_command_with_the_running_servers_redis(tmp_path, monkeypatch):
+    from django.conf import settings
+
+    from scripts import devserver
+
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    (tmp_path / "redis_url").write_text(settings.REDIS_URL)
+    assert devserver.main(["manage", "--run-dir", str(tmp_path), "check"]) == 0
