@@ -83,8 +83,9 @@ class Draft:
         self.events: list[dict] = []
 
     def freeze(self) -> MatchState:
-        fields = dict(self.__dict__)
-        del fields["events"]
+        """The new state; the draft is spent (its fields now belong to the frozen state)."""
+        fields = self.__dict__
+        self.__dict__ = {"events": fields.pop("events")}
         frozen = object.__new__(MatchState)
         object.__setattr__(frozen, "__dict__", fields)
         return frozen
