@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 
+from autobahn.exception import Disconnected
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from redis.exceptions import RedisError
@@ -47,14 +48,27 @@ class MatchConsumer(AsyncJsonWebsocketConsumer):
         await self._seen()
         await self._send_state(last_seq=None)
 
+    async def __call__(self, scope, receive, send):
+        # However the connection ends (even if the consumer fails), its seats stop counting as
+        # connected: an absent player whose clock runs out has abandoned the match.
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            for seat in getattr(self, "seats", []):
+                await presence.left(self.match_id, seat, self.channel_name)
+
     async def disconnect(self, code):
         if not hasattr(self, "audience"):
             return
         await self.channel_layer.group_discard(
             broadcast.group_name(self.match_id, self.audience), self.channel_name
         )
-        for seat in self.seats:
-            await presence.left(self.match_id, seat, self.channel_name)
+
+    async def send_json(self, content, close=False):
+        try:
+            await super().send_json(content, close)
+        except Disconnected:
+            pass  # the client has gone: its disconnect is on its way
 
     async def receive(self, text_data=None, bytes_data=None, **kwargs):
         """Anything but a text frame of JSON is a bad message, answered, not a crash."""
