@@ -144,8 +144,27 @@ HOTSEAT_REVEAL_GRACE_MS = env_int("HOTSEAT_REVEAL_GRACE_MS", 300_000)
 TIME_JUMP_TOLERANCE_MS = env_int("TIME_JUMP_TOLERANCE_MS", 1_000)
 TIMEOUT_LATE_TOLERANCE_MS = env_int("TIMEOUT_LATE_TOLERANCE_MS", 3_000)
 STAMP_LATE_TOLERANCE_MS = env_int("STAMP_LATE_TOLERANCE_MS", 2_000)
+# One incident (one kind of fault in one match within this window) is one fault, however many
+# commands saw it.
+FAULT_INCIDENT_WINDOW_MS = env_int("FAULT_INCIDENT_WINDOW_MS", 60_000)
+
+# --- WebSockets: what one connection, one address and one user may cost (docs/security.md) --
 WS_RATE_BURST = env_int("WS_RATE_BURST", 30)
 WS_RATE_PER_SECOND = env_int("WS_RATE_PER_SECOND", 10)
+# Spectators and signed-out sockets may only ping and resync: a small budget.
+WS_SPECTATOR_RATE_BURST = env_int("WS_SPECTATOR_RATE_BURST", 5)
+WS_SPECTATOR_RATE_PER_SECOND = env_int("WS_SPECTATOR_RATE_PER_SECOND", 1)
+WS_MAX_FRAME_BYTES = env_int("WS_MAX_FRAME_BYTES", 4_096)
+WS_MAX_JSON_DEPTH = env_int("WS_MAX_JSON_DEPTH", 8)
+WS_MAX_CONNECTIONS_PER_ADDRESS = env_int("WS_MAX_CONNECTIONS_PER_ADDRESS", 100)
+WS_MAX_CONNECTIONS_PER_USER = env_int("WS_MAX_CONNECTIONS_PER_USER", 20)
+# Extra origins (scheme://host[:port]) allowed to open sockets besides the page's own.
+WS_TRUSTED_ORIGINS = env_list("WS_TRUSTED_ORIGINS", [])
+
+# Our own Redis clients (time authority, presence, deadlines) per process: a busy pool makes a
+# command wait up to the timeout, then answer `busy`.
+REDIS_POOL_SIZE = env_int("REDIS_POOL_SIZE", 100)
+REDIS_POOL_TIMEOUT_MS = env_int("REDIS_POOL_TIMEOUT_MS", 500)
 
 # --- Internationalisation, static files -----------------------------------------------------
 LANGUAGE_CODE = "en"
