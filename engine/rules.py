@@ -92,7 +92,7 @@ def apply(state: MatchState, seat: int | None, command: dict, now_ms: int):
     kind = _command_kind(command)
     _check_sender(kind, seat)
     _check_time(state, now_ms)
-    _check_not_over(state, kind)
+    _check_not_over(state)
     draft = Draft(state)
     _HANDLERS[kind](draft, seat, command, now_ms)
     if state.hotseat and kind in PLAYER_DECISIONS:
@@ -127,12 +127,10 @@ def _check_time(state: MatchState, now_ms) -> None:
         raise IllegalCommand("time_went_backwards", "the arrival time is before the last event")
 
 
-def _check_not_over(state: MatchState, kind: str) -> None:
-    if state.result is None:
-        return
-    if kind == "void" and state.result.reason != VOID:
-        return  # a timing fault may be confirmed after the match has ended
-    raise IllegalCommand("match_over", "the match is over")
+def _check_not_over(state: MatchState) -> None:
+    if state.result is not None:
+        # A void too: a result, once reached, stands (RULES §7: a finished match is never voided).
+        raise IllegalCommand("match_over", "the match is over")
 
 
 def _require_decision(d: Draft, seat: int, phase: str, now_ms: int) -> None:

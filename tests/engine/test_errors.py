@@ -163,15 +163,13 @@ def test_a_tile_may_be_named_high_half_first():
     assert game.state.layout.placements[-1].tile == (0, 6)
 
 
-def test_a_void_after_a_finished_match_voids_it():
+def test_a_finished_match_is_never_voided():
     game = finished()
-    (event,) = game.send(None, {"type": "void", "why": "the server clock jumped"})
-    assert (event["type"], event["seat"], event["why"]) == ("void", None, "the server clock jumped")
-    assert (game.state.result.winner, game.state.result.reason, game.state.phase) == (
-        None,
-        "void",
-        "finished",
-    )
+    result = game.state.result
+    with pytest.raises(IllegalCommand) as refused:
+        game.send(None, {"type": "void", "why": "the server clock jumped"})
+    assert refused.value.code == "match_over"
+    assert game.state.result == result
 
 
 def test_resigning_loses_the_match_at_any_moment():
