@@ -1,23 +1,22 @@
 """A diagnostic WebSocket: each text frame goes out through the channel layer and back."""
 
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from config.sockets import GuardedJsonConsumer
 
 
-class EchoConsumer(AsyncJsonWebsocketConsumer):
+class EchoConsumer(GuardedJsonConsumer):
     """Proves the round trip client -> Daphne -> channel layer (Redis) -> client.
 
     The group is private to the connection, so nothing crosses between clients.
     """
 
-    async def connect(self):
+    async def opened(self):
         self.group = f"echo.{self.channel_name.replace('!', '.')}"
         await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.accept()
 
-    async def disconnect(self, code):
+    async def closing(self):
         await self.channel_layer.group_discard(self.group, self.channel_name)
 
-    async def receive_json(self, content, **kwargs):
+    async def handle(self, content: dict) -> None:
         await self.channel_layer.group_send(self.group, {"type": "echo.message", "body": content})
 
     async def echo_message(self, event):

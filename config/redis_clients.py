@@ -1,5 +1,10 @@
 """Redis connections for the match service: one sync client per process, one asyncio client per
-event loop (an asyncio client cannot outlive the loop it was made on)."""
+event loop (an asyncio client cannot outlive the loop it was made on).
+
+Both draw from a blocking pool of ``REDIS_POOL_SIZE`` connections: when every connection is in
+use a caller waits up to ``REDIS_POOL_TIMEOUT_MS`` and then gets ``PoolBusy``, which means "the
+service is busy, try again", never "Redis is down" (a flood must not look like a timing fault).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,34 @@ import weakref
 import redis
 import redis.asyncio
 from django.conf import settings
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+
+class PoolBusy(RedisConnectionError):
+    """Every connection of this process's pool stayed in use for the whole wait."""
+
+
+class _AsyncPool(redis.asyncio.BlockingConnectionPool):
+    async def get_connection(self, *args, **kwargs):
+        try:
+            return await super().get_connection(*args, **kwargs)
+        except RedisConnectionError as error:
+            if isinstance(error.__cause__, asyncio.TimeoutError):
+                raise PoolBusy("no Redis connection was free in time") from error
+            raise
+
+
+class _SyncPool(redis.BlockingConnectionPool):
+    def get_connection(self, *args, **kwargs):
+        # redis-py raises a bare ConnectionError from an empty queue; nothing else comes from
+        # there before a connection is handed out.
+        try:
+            return super().get_connection(*args, **kwargs)
+        except RedisConnectionError as error:
+            if str(error) == "No connection available.":
+                raise PoolBusy("no Redis connection was free in time") from error
+            raise
+
 
 _sync_client: redis.Redis | None = None
 _async_clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -16,13 +49,20 @@ _async_clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def _options() -> dict:
     timeout = getattr(settings, "REDIS_SOCKET_TIMEOUT_S", 1.0)
-    return {"socket_timeout": timeout, "socket_connect_timeout": timeout, "decode_responses": True}
+    return {
+        "socket_timeout": timeout,
+        "socket_connect_timeout": timeout,
+        "decode_responses": True,
+        "max_connections": getattr(settings, "REDIS_POOL_SIZE", 100),
+        "timeout": getattr(settings, "REDIS_POOL_TIMEOUT_MS", 500) / 1000,
+    }
 
 
 def sync_redis() -> redis.Redis:
     global _sync_client
     if _sync_client is None:
-        _sync_client = redis.Redis.from_url(settings.REDIS_URL, **_options())
+        pool = _SyncPool.from_url(settings.REDIS_URL, **_options())
+        _sync_client = redis.Redis(connection_pool=pool)
     return _sync_client
 
 
@@ -30,7 +70,8 @@ def async_redis() -> redis.asyncio.Redis:
     loop = asyncio.get_running_loop()
     client = _async_clients.get(loop)
     if client is None:
-        client = redis.asyncio.Redis.from_url(settings.REDIS_URL, **_options())
+        pool = _AsyncPool.from_url(settings.REDIS_URL, **_options())
+        client = redis.asyncio.Redis(connection_pool=pool)
         _async_clients[loop] = client
     return client
 

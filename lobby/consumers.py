@@ -13,12 +13,11 @@ players as ``{"type": "match_started", "match_id", "url"}``.
 from __future__ import annotations
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from redis.exceptions import RedisError
 
 from config.presence import wall_ms
-from config.ratelimit import TokenBucket
+from config.sockets import GuardedJsonConsumer
 from lobby import broadcast, presence, selectors, services
-from matches.timekeeping import monotonic_ms
 
 CLOSE_NOT_SIGNED_IN = 4401
 
@@ -31,33 +30,41 @@ def _int_or_none(value):
     return value
 
 
+def _id(content: dict, key: str) -> int:
+    value = content.get(key)
+    if type(value) is not int or not 0 < value < 2**63:
+        raise services.LobbyError("bad_message", f"{key} is a positive whole number")
+    return value
+
+
 def _call(kind: str, user, content: dict):
     """Run one request's service call (in a worker thread, through database_sync_to_async)."""
     if kind == "seek_create":
         return services.seek_create(
-            user=user, rated=bool(content.get("rated")),
+            user=user, rated=content.get("rated") is True,
             rating_min=_int_or_none(content.get("rating_min")),
             rating_max=_int_or_none(content.get("rating_max")),
         )  # fmt: skip
     if kind == "seek_cancel":
-        return services.seek_cancel(user=user, seek_id=content.get("seek_id"))
+        return services.seek_cancel(user=user, seek_id=_id(content, "seek_id"))
     if kind == "seek_accept":
-        return services.seek_accept(user=user, seek_id=content.get("seek_id"))
+        return services.seek_accept(user=user, seek_id=_id(content, "seek_id"))
     if kind == "challenge_create":
+        username = content.get("username")
+        if not isinstance(username, str):
+            raise services.LobbyError("bad_message", "username is a string")
         return services.challenge_create(
-            user=user,
-            opponent_username=str(content.get("username") or ""),
-            rated=bool(content.get("rated")),
+            user=user, opponent_username=username, rated=content.get("rated") is True
         )
     if kind in ("challenge_accept", "challenge_decline", "challenge_cancel"):
-        return getattr(services, kind)(user=user, challenge_id=content.get("challenge_id"))
+        return getattr(services, kind)(user=user, challenge_id=_id(content, "challenge_id"))
     if kind == "quick_join":
         return services.quick_join(user=user, now_ms=services._now_ms())
     if kind == "quick_leave":
         return services.quick_leave(user=user)
     if kind == "hotseat_start":
         return services.hotseat_start(user=user)
-    raise services.LobbyError("unknown_request", f"unknown request {kind!r}")
+    raise services.LobbyError("unknown_request", "unknown request")
 
 
 def _snapshot(user) -> tuple[dict, dict]:
@@ -65,39 +72,40 @@ def _snapshot(user) -> tuple[dict, dict]:
     return {**selectors.lobby_state(), "seq": seq}, {**selectors.personal_state(user), "seq": seq}
 
 
-class LobbyConsumer(AsyncJsonWebsocketConsumer):
-    async def connect(self):
+class LobbyConsumer(GuardedJsonConsumer):
+    async def opening(self):
         self.user = self.scope.get("user")
         if self.user is None or not self.user.is_authenticated:
-            await self.close(code=CLOSE_NOT_SIGNED_IN)
-            return
+            return CLOSE_NOT_SIGNED_IN
+        return None
+
+    async def opened(self):
         self.groups_joined = [broadcast.LOBBY_GROUP, broadcast.user_group(self.user.pk)]
         for group in self.groups_joined:
             await self.channel_layer.group_add(group, self.channel_name)
-        await presence.seen(self.user.pk, self.channel_name, wall_ms())
-        self.bucket = TokenBucket.for_connections()
-        await self.accept()
+        await self._seen()
         await self._send_snapshot()
 
-    async def disconnect(self, code):
-        if not getattr(self, "groups_joined", None):
-            return
+    async def closing(self):
         for group in self.groups_joined:
             await self.channel_layer.group_discard(group, self.channel_name)
-        if await presence.left(self.user.pk, self.channel_name, wall_ms()) == 0:
+        try:
+            still_open = await presence.left(self.user.pk, self.channel_name, wall_ms())
+        except RedisError:
+            return  # its entry goes stale: the user no longer counts as present
+        if still_open == 0:
             await database_sync_to_async(services.lobby_leave)(user=self.user)
 
-    async def receive_json(self, content, **kwargs):
-        if not isinstance(content, dict):
-            await self.send_json(
-                {"type": "error", "code": "bad_message", "message": "a message is a JSON object"}
-            )
-            return
+    async def _seen(self) -> None:
+        try:
+            await presence.seen(self.user.pk, self.channel_name, wall_ms())
+        except RedisError:
+            pass  # seen again on the next message
+
+    async def handle(self, content: dict) -> None:
         kind = content.get("type")
-        await presence.seen(self.user.pk, self.channel_name, wall_ms())
-        if not self.bucket.allow(monotonic_ms()):
-            await self._error(kind, "rate_limited", "too many requests: slow down")
-        elif kind == "ping":
+        await self._seen()
+        if kind == "ping":
             await self.send_json({"type": "pong"})
         elif kind == "sync":
             await self._send_snapshot()
@@ -105,7 +113,7 @@ class LobbyConsumer(AsyncJsonWebsocketConsumer):
             try:
                 await database_sync_to_async(_call)(kind, self.user, content)
             except services.LobbyError as error:
-                await self._error(kind, error.code, error.message)
+                await self.send_error(content, error.code, error.message)
             else:
                 await self.send_json({"type": "ok", "request": kind})
 
@@ -117,5 +125,7 @@ class LobbyConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json(public)
         await self.send_json(personal)
 
-    async def _error(self, kind, code: str, message: str) -> None:
-        await self.send_json({"type": "error", "code": code, "message": message, "request": kind})
+    def error_message(self, content: dict, code: str, text: str) -> dict:
+        kind = content.get("type") if isinstance(content, dict) else None
+        request = kind if isinstance(kind, str) and len(kind) <= 40 else None
+        return {"type": "error", "code": code, "message": text, "request": request}

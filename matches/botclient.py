@@ -23,6 +23,7 @@ from engine.rules import net_payment
 RUNNING_PHASES = ("auction", "play")
 STANDING_PHASES = ("ready", "handover")
 RATE_LIMITED_BACKOFF_S = 0.2  # the server refills 10 messages a second
+RETRY_CODES = ("rate_limited", "busy", "time_unavailable")  # nothing changed: try again
 STALE_AFTER_S = 2.0  # a wait this long without news: ping, in case a broadcast was lost
 GREEDY_TEMPO = 10  # what opening a round is worth beyond its score (as engine.GreedyBot)
 
@@ -296,7 +297,8 @@ async def play_match(
         else:
             command = choose(client.view, strategy, rng)
         reply = await client.command(command, timeout=timeout)
-        if reply["type"] == "error" and reply["code"] == "rate_limited":
-            # Not taken: wait for the connection's allowance to refill, then decide again.
+        if reply["type"] == "error" and reply["code"] in RETRY_CODES:
+            # Not taken: wait for the allowance to refill (or the server to catch up), then
+            # decide again.
             acted_at = None
             await asyncio.sleep(RATE_LIMITED_BACKOFF_S)

@@ -1,18 +1,20 @@
-"""The match WebSocket, ``/ws/match/<id>/``: thin. It stamps each command's arrival with the time
-authority, hands it to the match service and sends back the result; the service's broadcasts
-reach it through its group. The messages are documented in docs/protocol.md."""
+"""The match WebSocket, ``/ws/match/<id>/``: thin. Frames are checked by the shared guard
+(config/sockets.py); a command from someone who holds no seat is refused here, before it costs
+the server anything shared; a player's command is stamped by the time authority, handed to the
+match service, and answered. The service's broadcasts reach the socket through its group. The
+messages are documented in docs/protocol.md."""
 
 from __future__ import annotations
 
-import json
 import logging
 
-from autobahn.exception import Disconnected
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
 from redis.exceptions import RedisError
 
 from config.ratelimit import TokenBucket
+from config.redis_clients import PoolBusy
+from config.sockets import GuardedJsonConsumer
 
 from . import broadcast, presence, services, timekeeping
 from .models import Match, TimingFault
@@ -21,72 +23,53 @@ from .selectors import events_since, match_state
 log = logging.getLogger(__name__)
 
 CLOSE_NO_SUCH_MATCH = 4404
-NOT_JSON = object()  # what a frame that is not JSON text decodes to
+READS = ("ping", "hello", "sync")  # what a spectator may send
 
 
-class MatchConsumer(AsyncJsonWebsocketConsumer):
-    async def connect(self):
+class MatchConsumer(GuardedJsonConsumer):
+    async def opening(self):
         self.match_id = str(self.scope["url_route"]["kwargs"]["match_id"])
         self.seats: list[int] = []
         seats = await database_sync_to_async(_seats_of)(self.match_id, self.scope.get("user"))
         if seats is None:
-            # Accept first: a close before the handshake is answered with a bare HTTP 403, and
-            # the client would never see the code.
-            await self.accept()
-            await self.close(code=CLOSE_NO_SUCH_MATCH)
-            return
+            return CLOSE_NO_SUCH_MATCH
         self.seats = seats
         if len(seats) == 2:
             self.audience = broadcast.HOTSEAT
         else:
             self.audience = seats[0] if seats else broadcast.WATCHERS
-        self.bucket = TokenBucket.for_connections()
-        await self.channel_layer.group_add(
-            broadcast.group_name(self.match_id, self.audience), self.channel_name
+        return None
+
+    def budget(self) -> TokenBucket:
+        if self.seats:
+            return TokenBucket.for_connections()
+        return TokenBucket(
+            capacity=settings.WS_SPECTATOR_RATE_BURST,
+            per_second=settings.WS_SPECTATOR_RATE_PER_SECOND,
         )
-        await self.accept()
+
+    async def opened(self):
+        await self.channel_layer.group_add(self._group(), self.channel_name)
         await self._seen()
         await self._send_state(last_seq=None)
 
-    async def __call__(self, scope, receive, send):
-        # However the connection ends (even if the consumer fails), its seats stop counting as
-        # connected: an absent player whose clock runs out has abandoned the match.
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            for seat in getattr(self, "seats", []):
+    async def closing(self):
+        await self.channel_layer.group_discard(self._group(), self.channel_name)
+        for seat in self.seats:
+            try:
                 await presence.left(self.match_id, seat, self.channel_name)
+            except RedisError:
+                pass  # the entry goes stale on its own
 
-    async def disconnect(self, code):
-        if not hasattr(self, "audience"):
-            return
-        await self.channel_layer.group_discard(
-            broadcast.group_name(self.match_id, self.audience), self.channel_name
-        )
+    def _group(self) -> str:
+        return broadcast.group_name(self.match_id, self.audience)
 
-    async def send_json(self, content, close=False):
-        try:
-            await super().send_json(content, close)
-        except Disconnected:
-            pass  # the client has gone: its disconnect is on its way
-
-    async def receive(self, text_data=None, bytes_data=None, **kwargs):
-        """Anything but a text frame of JSON is a bad message, answered, not a crash."""
-        try:
-            content = json.loads(text_data) if text_data else NOT_JSON
-        except ValueError:
-            content = NOT_JSON
-        await self.receive_json(content, **kwargs)
-
-    async def receive_json(self, content, **kwargs):
-        await self._seen()
-        if not self.bucket.allow(timekeeping.monotonic_ms()):
-            await self._error(content, "rate_limited", "too many messages: slow down")
-            return
-        if not isinstance(content, dict):
-            await self._error({}, "bad_message", "a message is a JSON object")
-            return
+    async def handle(self, content: dict) -> None:
         kind = content.get("type")
+        if kind not in READS and not self.seats:
+            await self.send_error(content, "not_a_player", "you are not playing in this match")
+            return
+        await self._seen()
         if kind == "ping":
             await self.send_json(
                 {
@@ -98,34 +81,40 @@ class MatchConsumer(AsyncJsonWebsocketConsumer):
             )
         elif kind in ("hello", "sync"):
             last_seq = content.get("last_seq")
-            await self._send_state(last_seq=last_seq if isinstance(last_seq, int) else None)
+            await self._send_state(last_seq=last_seq if type(last_seq) is int else None)
         else:
             await self._command(content)
 
     async def _seen(self) -> None:
         """Keep this socket counted as present for its seats (clients ping every few seconds)."""
-        for seat in self.seats:
-            await presence.seen(self.match_id, seat, self.channel_name)
+        try:
+            for seat in self.seats:
+                await presence.seen(self.match_id, seat, self.channel_name)
+        except RedisError:
+            pass  # seen again on the next message; absence is only judged at a deadline
 
     async def match_message(self, event):
         await self.send_json(event["payload"])
 
     async def _command(self, content: dict) -> None:
         cseq = content.get("cseq")
-        if cseq is not None and (type(cseq) is not int or cseq < 1):
-            await self._error(content, "bad_message", "cseq is a positive whole number")
+        if cseq is not None and (type(cseq) is not int or not 1 <= cseq < 2**53):
+            await self.send_error(content, "bad_message", "cseq is a positive whole number")
             return
         command = {key: value for key, value in content.items() if key != "cseq"}
         try:
             arrival = await timekeeping.stamp_arrival(self.match_id)
+        except PoolBusy:
+            await self.send_error(content, "busy", "the server is busy; send it again")
+            return
         except RedisError as exc:
             await _report_fault(self.match_id, TimingFault.Kind.UNREACHABLE, {"error": repr(exc)})
-            await self._error(
-                content, "time_unavailable", "the server cannot read its clock; try again"
+            await self.send_error(
+                content, "time_unavailable", "the server cannot read its clock; send it again"
             )
             return
-        await self._watch_time(arrival)
         try:
+            await self._watch_time(arrival)
             outcome = await database_sync_to_async(services.match_submit)(
                 match_id=self.match_id,
                 user=self.scope.get("user"),
@@ -134,7 +123,7 @@ class MatchConsumer(AsyncJsonWebsocketConsumer):
                 cseq=cseq,
             )
         except services.CommandRejected as exc:
-            await self._error(content, exc.code, exc.reason)
+            await self.send_error(content, exc.code, exc.reason)
             return
         finally:
             await timekeeping.release_arrival(arrival)
@@ -165,9 +154,9 @@ class MatchConsumer(AsyncJsonWebsocketConsumer):
         )
         await self.send_json(message)
 
-    async def _error(self, content: dict, code: str, reason: str) -> None:
+    def error_message(self, content: dict, code: str, text: str) -> dict:
         cseq = content.get("cseq") if isinstance(content, dict) else None
-        await self.send_json({"type": "error", "cseq": cseq, "code": code, "reason": reason})
+        return {"type": "error", "cseq": cseq, "code": code, "reason": text}
 
 
 def _seats_of(match_id: str, user) -> list[int] | None:

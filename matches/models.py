@@ -46,9 +46,12 @@ class Match(models.Model):
     secret_seed = models.CharField(max_length=64, editable=False)  # the current round's seed
     deadline_ms = models.BigIntegerField(null=True, blank=True, db_index=True)
     deadline_kind = models.CharField(max_length=8, choices=DeadlineKind.choices, blank=True)
-    # The last client sequence number applied for each seat (duplicate commands are acknowledged).
+    # The last client sequence number applied for each seat (duplicate commands are acknowledged),
+    # and the most recent ones applied ({"0": [...], "1": [...]}): a resent cseq is a duplicate
+    # only if that very cseq was applied.
     cseq0 = models.BigIntegerField(default=0)
     cseq1 = models.BigIntegerField(default=0)
+    recent_cseqs = models.JSONField(default=dict)
     # Copies of the record's final numbers, so archive lists never read the record itself.
     balances = models.JSONField(default=list)
     round_count = models.PositiveSmallIntegerField(default=1)
@@ -94,6 +97,7 @@ class TimingFault(models.Model):
     class Kind(models.TextChoices):
         BACKWARDS = "backwards", "the time authority went backwards"
         JUMP = "jump", "the time authority jumped"
+        # Kept for faults recorded before a late forfeit counted at its deadline (RULES §7).
         LATE_TIMEOUT = "late_timeout", "a timeout was processed late"
         LATE_STAMP = "late_stamp", "an arrival was stamped late"
         UNREACHABLE = "unreachable", "the time authority was unreachable"
@@ -108,6 +112,9 @@ class TimingFault(models.Model):
     detail = models.JSONField(default=dict)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.SUSPECTED)
     detected_at = models.DateTimeField(auto_now_add=True)
+    # One incident, however many commands saw it: how often, and when last.
+    sightings = models.PositiveIntegerField(default=1)
+    last_seen_at = models.DateTimeField(null=True, blank=True)
     decided_at = models.DateTimeField(null=True, blank=True)
     decided_by = models.CharField(max_length=150, blank=True)  # "auto" or a staff username
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import pickle
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import partial
 
 from django.conf import settings
@@ -27,6 +28,7 @@ from .selectors import match_state
 log = logging.getLogger(__name__)
 
 READY_PHASES = ("ready", "handover")
+RECENT_CSEQS = 64  # applied cseqs kept per seat, to tell a resend from a stale command
 
 
 class CommandRejected(Exception):
@@ -116,20 +118,26 @@ def match_submit(
         seat = _seat_of(match, user, state, command)
         slot = 0 if match.mode == Match.Mode.HOTSEAT else seat
         if cseq is not None and cseq <= _last_cseq(match, slot):
-            return Outcome(seq=match.seq, duplicate=True)
+            if cseq in match.recent_cseqs.get(str(slot), []):
+                return Outcome(seq=match.seq, duplicate=True)
+            raise CommandRejected(
+                "stale_cseq",
+                f"cseq {cseq} was not applied, and a later one was: send it with a new cseq",
+            )
         _check_start_allowed(match, state, seat, command)
         try:
             new_state, events = engine.apply(state, seat, command, arrival_ms)
         except engine.IllegalCommand as exc:
             if exc.code != "time_over":
                 raise CommandRejected(exc.code, exc.reason) from None
+            # The forfeit counts at the deadline (RULES §7), whenever it is processed.
             new_state, events = engine.apply(
-                state, None, {"type": _expiry_kind(match, state)}, arrival_ms
+                state, None, {"type": _expiry_kind(match, state)}, state.deadline_ms
             )
             _commit_change(match, new_state, events, arrival_ms)
             return Outcome(seq=match.seq, late=True)
         if cseq is not None:
-            setattr(match, f"cseq{slot}", cseq)
+            _remember_cseq(match, slot, cseq)
         _commit_change(match, new_state, events, arrival_ms)
         return Outcome(seq=match.seq)
 
@@ -162,6 +170,12 @@ def _seat_of(match: Match, user, state: engine.MatchState, command: dict) -> int
 
 def _last_cseq(match: Match, slot: int) -> int:
     return match.cseq0 if slot == 0 else match.cseq1
+
+
+def _remember_cseq(match: Match, slot: int, cseq: int) -> None:
+    setattr(match, f"cseq{slot}", max(cseq, _last_cseq(match, slot)))
+    recent = [*match.recent_cseqs.get(str(slot), []), cseq][-RECENT_CSEQS:]
+    match.recent_cseqs = {**match.recent_cseqs, str(slot): recent}
 
 
 def _check_start_allowed(match: Match, state, seat: int, command) -> None:
@@ -204,22 +218,17 @@ def match_expire(*, match_id, now_ms: int, seq: int | None = None) -> str:
             return "command_pending"
         late_by = now_ms - match.deadline_ms
         if late_by > timekeeping.setting_ms("TIMEOUT_LATE_TOLERANCE_MS", 3_000):
-            fault_record(
-                match=match,
-                kind=TimingFault.Kind.LATE_TIMEOUT,
-                detail={
-                    "deadline_ms": match.deadline_ms,
-                    "processed_ms": now_ms,
-                    "late_by_ms": late_by,
-                },
-            )
+            log.warning("match %s: deadline processed %d ms late", match.pk, late_by)
         state = match_state(match)
         if match.deadline_kind == Match.DeadlineKind.START:
-            kind, command = "start", {"type": "start"}
+            # No clock runs during the wait: the clocks start when Start is pressed.
+            kind, command, at_ms = "start", {"type": "start"}, now_ms
         else:
+            # A forfeit counts at the deadline, however late it is processed (RULES §7): the
+            # arrival stamps have already decided that no command beat it.
             kind = _expiry_kind(match, state)
-            command = {"type": kind}
-        new_state, events = engine.apply(state, None, command, now_ms)
+            command, at_ms = {"type": kind}, match.deadline_ms
+        new_state, events = engine.apply(state, None, command, at_ms)
         _commit_change(match, new_state, events, now_ms)
         return kind
 
@@ -228,43 +237,67 @@ def match_expire(*, match_id, now_ms: int, seq: int | None = None) -> str:
 
 
 def match_void(*, match_id, why: str, now_ms: int) -> Match:
-    """Void the match after a confirmed timing fault: no rating result (a rating change already
-    made is taken back exactly), both players told."""
+    """Void a live match after a confirmed timing fault of the service: no rating result, both
+    players told. A result, once reached, stands: a finished or void match is refused with
+    ``match_over`` (RULES §7), so no rating ever needs taking back."""
     with transaction.atomic():
         match = _locked(match_id)
-        if match.status == Match.Status.VOID:
-            return match
+        if match.is_over:
+            raise CommandRejected("match_over", "a finished match is never voided")
         state = match_state(match)
         at_ms = max(now_ms, state.last_ms or now_ms)  # the faulty authority may have gone back
         new_state, events = engine.apply(state, None, {"type": "void", "why": why}, at_ms)
-        if match.rated and match.rating_after0 is not None:
-            from accounts.services import rating_revert
-
-            rating_revert(match=match)
         _commit_change(match, new_state, events, at_ms)
         return match
 
 
-def fault_record(*, match, kind: str, detail: dict) -> TimingFault:
-    """Record a suspected timing fault; a task re-checks it after commit."""
-    fault = TimingFault.objects.create(match=match, kind=kind, detail=detail)
-    log.warning("suspected timing fault %s in match %s: %s", kind, match.pk, detail)
-    transaction.on_commit(partial(_queue_recheck, fault.pk))
-    return fault
-
-
 def fault_report(*, match_id, kind: str, detail: dict) -> TimingFault | None:
-    """Record a fault seen outside the match lock (by a consumer stamping an arrival)."""
+    """Record what the service saw of its own timekeeping while a player's clock ran.
+
+    Only a live match with a running clock can suffer a timing fault (a Start wait is no clock;
+    a finished match is never voided). One incident is one fault: the same kind seen again in
+    the same match within ``FAULT_INCIDENT_WINDOW_MS`` of the last sighting is counted on the
+    fault already recorded. A task re-checks a new fault after commit."""
     with transaction.atomic():
-        match = Match.objects.filter(pk=match_id).first()
-        return None if match is None else fault_record(match=match, kind=kind, detail=detail)
+        match = (
+            Match.objects.select_for_update()
+            .filter(
+                pk=match_id, status=Match.Status.LIVE, deadline_kind=Match.DeadlineKind.DECISION
+            )
+            .first()
+        )
+        if match is None:
+            return None
+        now = dj_timezone.now()
+        window = timedelta(milliseconds=timekeeping.setting_ms("FAULT_INCIDENT_WINDOW_MS", 60_000))
+        fault = (
+            match.timing_faults.select_for_update()
+            .filter(kind=kind, last_seen_at__gte=now - window)
+            .exclude(status=TimingFault.Status.DISMISSED)
+            .first()
+        )
+        if fault is not None:
+            fault.sightings += 1
+            fault.last_seen_at = now
+            fault.save(update_fields=["sightings", "last_seen_at"])
+            return fault
+        fault = TimingFault.objects.create(match=match, kind=kind, detail=detail, last_seen_at=now)
+        log.warning("suspected timing fault %s in match %s: %s", kind, match.pk, detail)
+        transaction.on_commit(partial(_queue_recheck, fault.pk, kind))
+        return fault
 
 
-def _queue_recheck(fault_id: int) -> None:
+def _queue_recheck(fault_id: int, kind: str) -> None:
     from .tasks import recheck_fault
 
+    # An unreachable authority is judged once the incident had time to show its length.
+    countdown_s = (
+        timekeeping.setting_ms("STAMP_LATE_TOLERANCE_MS", 2_000) / 1000
+        if kind == TimingFault.Kind.UNREACHABLE
+        else 0
+    )
     try:
-        recheck_fault.delay(fault_id)
+        recheck_fault.apply_async((fault_id,), countdown=countdown_s)
     except Exception:  # the broker is Redis, which may be the very thing that failed
         log.exception(
             "could not queue the re-check of timing fault %s; staff can confirm it", fault_id
@@ -276,10 +309,10 @@ def fault_confirm(*, fault_id: int, decided_by: str, now_ms: int) -> TimingFault
         fault = TimingFault.objects.select_for_update().get(pk=fault_id)
         if fault.status != TimingFault.Status.SUSPECTED:
             return fault
-        fault.status = TimingFault.Status.CONFIRMED
-        fault.decided_at = dj_timezone.now()
-        fault.decided_by = decided_by
-        fault.save(update_fields=["status", "decided_at", "decided_by"])
+        if Match.objects.get(pk=fault.match_id).is_over:
+            # Its match ended meanwhile: the result stands, the fault stays on file for staff.
+            return _fault_decide(fault, TimingFault.Status.DISMISSED, decided_by)
+        _fault_decide(fault, TimingFault.Status.CONFIRMED, decided_by)
         match_void(
             match_id=fault.match_id, why=f"{fault.get_kind_display()} ({fault.kind})", now_ms=now_ms
         )
@@ -290,11 +323,16 @@ def fault_dismiss(*, fault_id: int, decided_by: str) -> TimingFault:
     with transaction.atomic():
         fault = TimingFault.objects.select_for_update().get(pk=fault_id)
         if fault.status == TimingFault.Status.SUSPECTED:
-            fault.status = TimingFault.Status.DISMISSED
-            fault.decided_at = dj_timezone.now()
-            fault.decided_by = decided_by
-            fault.save(update_fields=["status", "decided_at", "decided_by"])
+            _fault_decide(fault, TimingFault.Status.DISMISSED, decided_by)
         return fault
+
+
+def _fault_decide(fault: TimingFault, status: str, decided_by: str) -> TimingFault:
+    fault.status = status
+    fault.decided_at = dj_timezone.now()
+    fault.decided_by = decided_by
+    fault.save(update_fields=["status", "decided_at", "decided_by"])
+    return fault
 
 
 # --- shared steps --------------------------------------------------------------------------

@@ -15,11 +15,9 @@ from .models import Match, TimingFault
 log = logging.getLogger(__name__)
 
 PENDING_RETRY_S = 0.05  # a command stamped before the deadline is about to be applied
-CONCLUSIVE_FAULTS = (
-    TimingFault.Kind.LATE_TIMEOUT,
-    TimingFault.Kind.LATE_STAMP,
-    TimingFault.Kind.UNREACHABLE,
-)
+# Evidence that is conclusive by itself: an arrival the authority stamped too late to be fair.
+CONCLUSIVE_FAULTS = (TimingFault.Kind.LATE_STAMP,)
+AUTHORITY_PROBES = 3
 
 
 @shared_task(ignore_result=True)
@@ -58,16 +56,42 @@ def sweep_deadlines() -> int:
 
 @shared_task(ignore_result=True)
 def recheck_fault(fault_id: int) -> str:
-    """Confirm a suspected fault when its evidence is conclusive; otherwise leave it to staff."""
+    """Decide a suspected fault on the evidence: confirm it (which voids a live match), dismiss
+    it, or leave it to staff."""
     fault = TimingFault.objects.filter(pk=fault_id).first()
     if fault is None or fault.status != TimingFault.Status.SUSPECTED:
         return "decided"
-    if fault.kind not in CONCLUSIVE_FAULTS and not _authority_disagrees():
+    if fault.kind == TimingFault.Kind.UNREACHABLE:
+        if _authority_answers() and _incident_ms(fault) < _tolerance_ms("STAMP_LATE_TOLERANCE_MS"):
+            services.fault_dismiss(fault_id=fault_id, decided_by="auto")
+            return "dismissed"
+    elif fault.kind not in CONCLUSIVE_FAULTS and not _authority_disagrees():
         return "left_to_staff"
-    services.fault_confirm(
+    fault = services.fault_confirm(
         fault_id=fault_id, decided_by="auto", now_ms=timekeeping.now_ms_or_wall()
     )
-    return "confirmed"
+    return "confirmed" if fault.status == TimingFault.Status.CONFIRMED else "dismissed"
+
+
+def _tolerance_ms(name: str) -> int:
+    return timekeeping.setting_ms(name, 2_000)
+
+
+def _incident_ms(fault: TimingFault) -> float:
+    """How long the commands of one incident kept seeing the fault."""
+    last = fault.last_seen_at or fault.detected_at
+    return (last - fault.detected_at).total_seconds() * 1000
+
+
+def _authority_answers() -> bool:
+    """Does the time authority answer now, every time it is asked? One failed read is a
+    suspicion; a fault is an authority that cannot be read."""
+    try:
+        for _ in range(AUTHORITY_PROBES):
+            timekeeping.now_ms()
+    except Exception:
+        return False
+    return True
 
 
 def _authority_disagrees() -> bool:

@@ -15,6 +15,7 @@ import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
+from redis.exceptions import RedisError
 
 from config.redis_clients import async_redis, sync_redis
 
@@ -103,7 +104,10 @@ async def stamp_arrival(match_id: str) -> Arrival:
 
 
 async def release_arrival(arrival: Arrival) -> None:
-    await async_redis().zrem(ARRIVALS_KEY.format(match_id=arrival.match_id), arrival.token)
+    try:
+        await async_redis().zrem(ARRIVALS_KEY.format(match_id=arrival.match_id), arrival.token)
+    except RedisError:
+        pass  # a pending arrival that is not released expires after PENDING_TTL_MS
 
 
 def pending_before(match_id: str, deadline_ms: int, now: int) -> int:

@@ -76,8 +76,10 @@ async def test_a_visitor_is_refused():
 
     communicator = WebsocketCommunicator(URLRouter(websocket_urlpatterns), "/ws/lobby/")
     communicator.scope["user"] = AnonymousUser()
-    connected, code = await communicator.connect(timeout=TIMEOUT_S)
-    assert (connected, code) == (False, CLOSE_NOT_SIGNED_IN)
+    connected, _ = await communicator.connect(timeout=TIMEOUT_S)
+    closed = await communicator.receive_output(timeout=TIMEOUT_S)
+    # Accepted, then closed: the client sees why, not a bare HTTP 403.
+    assert (connected, closed) == (True, {"type": "websocket.close", "code": CLOSE_NOT_SIGNED_IN})
 
 
 async def test_two_clients_see_each_others_seeks_appear_and_disappear():
