@@ -1,4 +1,9 @@
-"""Health checks: the database, Redis, the channel layer, and the worker heartbeat."""
+"""Health checks: the database, Redis, the channel layer, and the worker heartbeat.
+
+``/healthz`` is for a load balancer: 503 only when this web process cannot serve (database,
+Redis or channel layer down); a missing worker makes it "degraded" but still 200, since another
+web process would not help. ``/healthz/monitor`` is for monitoring and paging: 503 unless every
+part is fine, the worker included (heard from within three heartbeat intervals)."""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from config.env import REDIS_SOCKET_TIMEOUT_S
 
 HEARTBEAT_KEY = "sbo:heartbeat:worker"
 CHANNEL_LAYER_TIMEOUT_S = 2.0
+HEARTBEAT_MISSED_INTERVALS = 3  # a worker not heard from for this many intervals is down
 
 
 def redis_client(url: str | None = None) -> redis.Redis:
@@ -33,12 +39,14 @@ def record_heartbeat(client: redis.Redis, *, now_s: float, interval_s: float) ->
 
 
 def heartbeat_status(client: redis.Redis, *, now_s: float, interval_s: float) -> dict:
-    """How long ago the worker last beat: "ok" within two intervals, else "stale" or "missing"."""
+    """How long ago a worker last ran beat's heartbeat task: "ok" within
+    ``HEARTBEAT_MISSED_INTERVALS`` intervals, else "stale" (or "missing" once the key expired)."""
     raw = client.get(HEARTBEAT_KEY)
     if raw is None:
         return {"status": "missing"}
     age_s = max(0.0, now_s - float(raw))
-    return {"status": "ok" if age_s <= 2 * interval_s else "stale", "age_s": round(age_s, 3)}
+    fresh = age_s <= HEARTBEAT_MISSED_INTERVALS * interval_s
+    return {"status": "ok" if fresh else "stale", "age_s": round(age_s, 3)}
 
 
 def check_database() -> None:
@@ -93,9 +101,9 @@ async def run_checks(*, now_s: float) -> dict:
     )
     checks = {"database": database, "redis": redis_part, "channel_layer": layer}
     failed = [name for name, part in checks.items() if part["status"] != "ok"]
-    return {
-        "status": "error" if failed else "ok",
-        "failed": failed,
-        "checks": checks,
-        "worker_heartbeat": heartbeat or {"status": "unknown"},
-    }
+    worker = heartbeat or {"status": "unknown"}
+    if worker["status"] != "ok":
+        failed.append("worker")
+    # "degraded": this web process serves, but no worker runs the timeouts and re-checks.
+    status = "error" if set(failed) - {"worker"} else ("degraded" if failed else "ok")
+    return {"status": status, "failed": failed, "checks": checks, "worker_heartbeat": worker}

@@ -4,11 +4,12 @@ from django.contrib import admin
 from django.urls import include, path
 
 from accounts.urls import account_patterns, site_patterns
-from config.views import HomeView, healthz
+from config.views import HomeView, healthz, healthz_monitor
 
 urlpatterns = [
     path("", HomeView.as_view(), name="home"),
     path("healthz", healthz, name="healthz"),
+    path("healthz/monitor", healthz_monitor, name="healthz-monitor"),
     path("api/", include("config.api_urls")),  # the REST API, its schema and docs
     path("admin/", admin.site.urls),
     path("accounts/", include(account_patterns)),

@@ -31,6 +31,14 @@ class HomeView(TemplateView):
 
 @never_cache
 async def healthz(request):
-    """200 with each part's status, or 503 naming the parts that failed."""
+    """For load balancers: 200 while this process can serve ("ok" or "degraded"), else 503; the
+    JSON names every part (config/health.py)."""
+    report = await run_checks(now_s=time.time())
+    return JsonResponse(report, status=503 if report["status"] == "error" else 200)
+
+
+@never_cache
+async def healthz_monitor(request):
+    """For monitoring: 200 only when every part is ok, the worker included; else 503."""
     report = await run_checks(now_s=time.time())
     return JsonResponse(report, status=200 if report["status"] == "ok" else 503)
