@@ -1,6 +1,6 @@
-"""Writes of accounts: registration, the ladder, and rating results (applied and taken back).
+"""Writes of accounts: registration, the ladder, and rating results.
 
-``rating_record_result`` and ``rating_revert`` run inside the match service's transaction
+``rating_record_result`` runs inside the match service's transaction
 (matches/services.py); they lock both players' rows (in primary-key order, like every writer
 that locks users) and the caller saves the match.
 """
@@ -95,33 +95,3 @@ def rating_record_result(*, match) -> None:
         )
     match.rating_before0, match.rating_before1 = before
     match.rating_after0, match.rating_after1 = after
-
-
-def rating_revert(*, match) -> None:
-    """Take a voided match's rating change back exactly: each player's rating loses that match's
-    delta (later matches keep theirs), the counts are undone, the history rows are marked
-    ``voided`` (kept). ``match.rating_after0/1`` become None; ``rating_before0/1`` stay, so the
-    archive still shows what the ratings were when the match was played."""
-    changes = list(RatingChange.objects.filter(match=match, voided=False).order_by("user_id"))
-    if not changes:
-        match.rating_after0 = match.rating_after1 = None
-        return
-    users = users_locked(*(change.user_id for change in changes))
-    for change in changes:
-        player = users[change.user_id]
-        player.rating -= change.delta
-        player.rated_games -= 1
-        if change.score:
-            player.rated_wins -= 1
-        else:
-            player.rated_losses -= 1
-        change.voided = True
-        change.save(update_fields=["voided"])
-        latest = (
-            RatingChange.objects.filter(user=player, voided=False).order_by("-at", "-id").first()
-        )
-        player.last_rated_at = latest.at if latest else None
-        player.save(
-            update_fields=["rating", "rated_games", "rated_wins", "rated_losses", "last_rated_at"]
-        )
-    match.rating_after0 = match.rating_after1 = None
