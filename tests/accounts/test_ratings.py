@@ -5,7 +5,7 @@ import pytest
 
 from accounts.models import RatingChange, User
 from accounts.services import rating_record_result
-from tests.accounts.factories import NOW_MS, make_match, make_user
+from tests.accounts.factories import make_match, make_user
 
 pytestmark = pytest.mark.django_db
 
