@@ -1,7 +1,11 @@
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
 
+from accounts.forms import ThrottledAdminLoginForm
 from accounts.models import RatingChange, User
+
+# The admin's sign-in says so when sign-in is locked (accounts/lockout.py).
+admin.site.login_form = ThrottledAdminLoginForm
 
 
 @admin.register(User)

@@ -1,14 +1,14 @@
-"""Forms: registration (Django's password validators) and a login form that throttles."""
+"""Forms: registration (Django's password validators) and the sign-in forms, which say so when
+the sign-in protection (accounts/lockout.py) refused the attempt."""
 
 from __future__ import annotations
 
-import math
-import time
-
 from django import forms
+from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
+from django.utils.translation import ngettext
 
-from accounts import throttle
+from accounts import lockout
 from accounts.models import User
 
 
@@ -20,35 +20,28 @@ class RegisterForm(UserCreationForm):
         fields = ("username", "email")
 
 
-class ThrottledLoginForm(AuthenticationForm):
-    """Refuses any attempt while the username or the address is locked (accounts/throttle.py);
-    each failed attempt counts towards the lock."""
-
-    error_messages = {
-        **AuthenticationForm.error_messages,
-        "throttled": "Too many failed sign-ins. Try again in %(minutes)s minutes.",
-    }
+class LockoutMessageMixin:
+    """When axes refused the sign-in, or this failure reached a limit, the form says for how long
+    sign-in is closed from here rather than that the password was wrong."""
 
     def clean(self):
-        username = self.cleaned_data.get("username") or ""
-        ip = throttle.client_ip(self.request)
-        now_s = self.now_s()
-        wait_s = throttle.locked_for(username, ip, now_s)
-        if wait_s > 0:
-            raise forms.ValidationError(
-                self.error_messages["throttled"],
-                code="throttled",
-                params={"minutes": max(1, math.ceil(wait_s / 60))},
-            )
         try:
-            cleaned = super().clean()
-        except forms.ValidationError as error:
-            if error.code == "invalid_login":
-                throttle.record_failure(username, ip, now_s)
-            raise
-        throttle.record_success(username)
-        return cleaned
+            return super().clean()
+        except forms.ValidationError:
+            if not getattr(self.request, "axes_locked_out", False):
+                raise
+        minutes = lockout.minutes_left(self.request, self.cleaned_data.get("username"))
+        message = ngettext(
+            "Too many failed sign-ins from here. Try again in %(minutes)s minute.",
+            "Too many failed sign-ins from here. Try again in %(minutes)s minutes.",
+            minutes,
+        )
+        raise forms.ValidationError(message % {"minutes": minutes}, code="locked_out")
 
-    @staticmethod
-    def now_s() -> float:
-        return time.time()
+
+class ThrottledLoginForm(LockoutMessageMixin, AuthenticationForm):
+    pass
+
+
+class ThrottledAdminLoginForm(LockoutMessageMixin, AdminAuthenticationForm):
+    pass
