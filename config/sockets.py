@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.security.websocket import WebsocketDenier
 from django.conf import settings
+from django.db import DatabaseError
 from django.http.request import split_domain_port, validate_host
 from redis.exceptions import RedisError
 
@@ -28,9 +29,12 @@ from config.redis_clients import async_redis
 
 log = logging.getLogger(__name__)
 
-CLOSE_TOO_LARGE = 1009  # RFC 6455: a message too big to process
-CLOSE_TRY_LATER = 1013  # RFC 6455: the server could not open the connection now
+# Our close codes mirror HTTP statuses. (RFC 6455's 1009 and 1013 would say the same, but Daphne's
+# autobahn lets an application close only with 1000 or 3000-4999; Daphne itself closes with 1009
+# a message over its --websocket_max_message_size, before it reaches the application.)
+CLOSE_TOO_LARGE = 4413
 CLOSE_TOO_MANY_CONNECTIONS = 4429
+CLOSE_TRY_LATER = 4503
 
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKETS = re.compile(r"[\[\]{}]")
@@ -281,6 +285,13 @@ class GuardedJsonConsumer(AsyncWebsocketConsumer):
             await self.send_error(content, bad.code, bad.text)
             if bad.code == "too_large":
                 await self.close(code=CLOSE_TOO_LARGE)
+        except (DatabaseError, RedisError):
+            # A part of ours failed mid-message; every change is one transaction, so nothing was
+            # half-written, and a resent command with the same cseq is never applied twice.
+            self._log_failure("a message (a database or Redis failure)")
+            await self.send_error(
+                content, "unavailable", "the server could not reach its storage; send it again"
+            )
         except Exception:
             self._log_failure("a message")
             await self.send_error(

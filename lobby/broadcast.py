@@ -8,6 +8,7 @@ snapshots, so a client applies a snapshot only if it is newer than the last it a
 from __future__ import annotations
 
 import logging
+import time
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -24,10 +25,25 @@ def user_group(user_id: int) -> str:
     return f"lobby.user.{user_id}"
 
 
-def next_seq() -> int:
+# The counter never goes back, even when Redis loses it: it counts up from the wall clock's
+# microseconds whenever it finds itself below them (open pages drop a snapshot with a lower
+# seq, so a counter restarting at 1 would freeze them).
+_NEXT_SEQ = """
+local seq = redis.call('INCR', KEYS[1])
+local floor = tonumber(ARGV[1])
+if seq < floor then
+  redis.call('SET', KEYS[1], ARGV[1])
+  seq = floor
+end
+return seq
+"""
+
+
+def next_seq(*, now_us: int | None = None) -> int:
     from config.redis_clients import sync_redis
 
-    return int(sync_redis().incr(SEQ_KEY))
+    floor = now_us if now_us is not None else time.time_ns() // 1_000
+    return int(sync_redis().eval(_NEXT_SEQ, 1, SEQ_KEY, floor))
 
 
 def _send(group: str, payload: dict) -> None:

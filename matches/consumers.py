@@ -30,6 +30,7 @@ class MatchConsumer(GuardedJsonConsumer):
     async def opening(self):
         self.match_id = str(self.scope["url_route"]["kwargs"]["match_id"])
         self.seats: list[int] = []
+        self.sent_seq = -1  # the last event number this client was sent
         seats = await database_sync_to_async(_seats_of)(self.match_id, self.scope.get("user"))
         if seats is None:
             return CLOSE_NO_SUCH_MATCH
@@ -94,7 +95,18 @@ class MatchConsumer(GuardedJsonConsumer):
             pass  # seen again on the next message; absence is only judged at a deadline
 
     async def match_message(self, event):
-        await self.send_json(event["payload"])
+        """Forward a broadcast, keeping this client's events in seq order: broadcasts from
+        different processes may arrive out of order (or not at all), so a broadcast that skips
+        ahead is replaced by a resync from the record, and one already covered is dropped."""
+        payload = event["payload"]
+        if payload["seq"] <= self.sent_seq:
+            return
+        events = payload.get("events") or []
+        if events and events[0]["seq"] > self.sent_seq + 1:
+            await self._send_state(last_seq=self.sent_seq)
+            return
+        await self.send_json(payload)
+        self.sent_seq = payload["seq"]
 
     async def _command(self, content: dict) -> None:
         cseq = content.get("cseq")
@@ -153,6 +165,7 @@ class MatchConsumer(GuardedJsonConsumer):
             self.match_id, self.audience, last_seq
         )
         await self.send_json(message)
+        self.sent_seq = max(self.sent_seq, message["seq"])
 
     def error_message(self, content: dict, code: str, text: str) -> dict:
         cseq = content.get("cseq") if isinstance(content, dict) else None

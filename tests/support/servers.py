@@ -85,7 +85,7 @@ def start_daphne(supervisor: Supervisor, env: dict[str, str], log_path: Path) ->
         process = supervisor.start(
             "daphne",
             [PYTHON, "-m", "daphne", "-b", server.host, "-p", str(server.port),
-             "config.asgi:application"],
+             "--websocket-max-message-size", "65536", "config.asgi:application"],
             env=env,
             cwd=ROOT,
             stdout=log,
