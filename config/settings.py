@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI / Redoc assets served locally (no CDN)
     "django_filters",
+    "axes",  # sign-in protection (the AXES_* block at the end)
     "accounts",
     "lobby",
     "matches",
@@ -60,6 +61,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # answers a refused sign-in (last, as axes asks)
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -87,6 +89,11 @@ DATABASES = {"default": database_config(DATABASE_URL)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_USER_MODEL = "accounts.User"
+# axes refuses locked-out sign-ins before any password is checked, for every authenticate().
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -257,3 +264,25 @@ CELERY_BEAT_SCHEDULE["lobby-quick-pair"] = {
     "schedule": 1.0,
     "options": {"expires": 1.0},
 }
+
+# --- Accounts: sign-in protection (django-axes; accounts/lockout.py) ------------------------
+# Failed sign-ins (every authenticate(): the site's and the admin's) are counted in the database
+# per account from one address and per address. Reaching either limit refuses sign-in from that
+# address, to that account or to any, until the cool-off has passed since those failures,
+# whatever the password; from another address the owner signs in as usual. Refused attempts add
+# nothing, and a success resets nothing (an attacker's own account would wash the address).
+SIGNIN_FAILURES_PER_ACCOUNT = env_int("SIGNIN_FAILURES_PER_ACCOUNT", 5)  # from one address
+SIGNIN_FAILURES_PER_ADDRESS = env_int("SIGNIN_FAILURES_PER_ADDRESS", 20)
+SIGNIN_COOLOFF_S = env_int("SIGNIN_COOLOFF_S", 600)
+# Proxies in front of the web processes, each appending its peer to X-Forwarded-For: the client
+# is the entry the outermost one added. 0: the header is ignored, REMOTE_ADDR is the client.
+SIGNIN_TRUSTED_PROXIES = env_int("SIGNIN_TRUSTED_PROXIES", 0)
+AXES_HANDLER = "accounts.lockout.SignInLockoutHandler"  # axes' database one, a limit per entry
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_FAILURE_LIMIT = SIGNIN_FAILURES_PER_ADDRESS  # axes' own check: the address's count
+AXES_COOLOFF_TIME = SIGNIN_COOLOFF_S / 3600  # a float is hours (so would an int be)
+AXES_CLIENT_IP_CALLABLE = "accounts.lockout.client_ip"
+AXES_LOCKOUT_CALLABLE = "accounts.lockout.lockout_response"  # the sign-in page, status 429
+AXES_RESET_ON_SUCCESS = False
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_DISABLE_ACCESS_LOG = True  # no table of every successful sign-in
