@@ -1,0 +1,94 @@
+"""The match WebSocket (/ws/match/<id>/) in process: who may send what, and the order in which a
+client gets a match's events. Real database, Redis and channel layer."""
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import AnonymousUser
+
+from config.redis_clients import sync_redis
+from config.routing import websocket_urlpatterns
+from matches import broadcast, services, timekeeping
+from matches.models import Match
+from tests.accounts.factories import make_user
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TIMEOUT_S = 5
+
+
+@database_sync_to_async
+def new_match() -> Match:
+    return services.match_create(
+        player0=make_user("ann"), player1=make_user("bob"), now_ms=timekeeping.now_ms()
+    )
+
+
+async def connect(match: Match, user) -> WebsocketCommunicator:
+    communicator = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/match/{match.pk}/")
+    communicator.scope["user"] = user
+    connected, _ = await communicator.connect(timeout=TIMEOUT_S)
+    assert connected
+    first = await communicator.receive_json_from(timeout=TIMEOUT_S)
+    assert (first["type"], first["seq"]) == ("state", match.seq)
+    return communicator
+
+
+async def test_a_spectators_command_is_refused_before_it_reaches_the_time_authority():
+    match = await new_match()
+    watcher = await connect(match, AnonymousUser())
+    arrivals = timekeeping.ARRIVALS_KEY.format(match_id=match.pk)
+    for kind in ("resign", "start", "void"):
+        await watcher.send_json_to({"type": kind, "cseq": 1})
+        reply = await watcher.receive_json_from(timeout=TIMEOUT_S)
+        assert (reply["type"], reply["code"], reply["cseq"]) == ("error", "not_a_player", 1)
+    assert not sync_redis().exists(arrivals)  # nothing was ever stamped
+    await watcher.send_json_to({"type": "ping", "t": 5})
+    assert (await watcher.receive_json_from(timeout=TIMEOUT_S))["type"] == "pong"
+    await watcher.disconnect()
+
+
+async def test_a_spectator_has_a_small_message_budget(settings):
+    settings.WS_SPECTATOR_RATE_BURST, settings.WS_SPECTATOR_RATE_PER_SECOND = 2, 0.001
+    match = await new_match()
+    watcher = await connect(match, AnonymousUser())
+    codes = []
+    for _ in range(4):
+        await watcher.send_json_to({"type": "resign"})
+        codes.append((await watcher.receive_json_from(timeout=TIMEOUT_S))["code"])
+    assert codes == ["not_a_player", "not_a_player", "rate_limited", "rate_limited"]
+    await watcher.disconnect()
+
+
+def forged_broadcast(match: Match, first_seq: int, last_seq: int) -> dict:
+    """A broadcast as the service sends it, claiming the events first_seq..last_seq."""
+    events = [{"seq": n, "type": "start"} for n in range(first_seq, 1 + last_seq)]
+    return {
+        "type": "match.message",
+        "payload": {"type": "state", "seq": last_seq, "events": events},
+    }
+
+
+async def test_a_broadcast_that_skips_ahead_becomes_a_resync_from_the_record():
+    match = await new_match()
+    seat0 = await connect(match, await database_sync_to_async(lambda: match.player0)())
+    group = broadcast.group_name(match.pk, 0)
+    # Event 1 was lost (or is still on its way from another process); event 2 arrives first.
+    await get_channel_layer().group_send(group, forged_broadcast(2, 2))
+    resync = await seat0.receive_json_from(timeout=TIMEOUT_S)
+    assert (resync["type"], resync.get("resync"), resync["seq"]) == ("state", True, match.seq)
+    # What the record holds is what the client got: nothing older or newer comes after it.
+    await get_channel_layer().group_send(group, forged_broadcast(0, 0))
+    assert await seat0.receive_nothing(timeout=0.3)
+    await seat0.disconnect()
+
+
+async def test_a_broadcast_in_order_is_forwarded_as_it_is():
+    match = await new_match()
+    seat1 = await connect(match, await database_sync_to_async(lambda: match.player1)())
+    message = forged_broadcast(1, 1)
+    await get_channel_layer().group_send(broadcast.group_name(match.pk, 1), message)
+    assert await seat1.receive_json_from(timeout=TIMEOUT_S) == message["payload"]
+    await seat1.disconnect()
