@@ -62,7 +62,7 @@ async def test_a_spectator_has_a_small_message_budget(settings):
     await watcher.disconnect()
 
 
-def forged_broadcast(match: Match, first_seq: int, last_seq: int) -> dict:
+def forged_broadcast(first_seq: int, last_seq: int) -> dict:
     """A broadcast as the service sends it, claiming the events first_seq..last_seq."""
     events = [{"seq": n, "type": "start"} for n in range(first_seq, 1 + last_seq)]
     return {
