@@ -42,9 +42,16 @@ def origin_of(base_url: str) -> str:
 
 
 class MatchClient:
-    """One WebSocket connection to one match."""
+    """One client of one match. Made by ``connect``, it reconnects by itself after any close
+    the server did not mean as final (with backoff, trying each base URL in turn: another web
+    process may be alive), asks for what it missed (``hello`` with its last seq) and resends the
+    commands still unanswered with the same ``cseq`` (the server applies each cseq once)."""
 
-    def __init__(self, ws, *, name: str = ""):
+    FINAL_CLOSES = (4401, 4404, 4413)  # signed out, no such match, a frame too large
+    BACKOFF_S = (0.1, 0.2, 0.5, 1.0, 2.0)
+    GIVE_UP_AFTER_S = 60.0
+
+    def __init__(self, ws, *, name: str = "", opener=None):
         self.ws = ws
         self.name = name
         self.messages: list[dict] = []  # everything received, in order
@@ -52,29 +59,51 @@ class MatchClient:
         self.seq = 0  # the number of the last event this client has accounted for
         self.events: list[dict] = []  # every event seen since connecting, in order
         self.gaps = 0  # how many times a gap was seen (and a resync asked for)
+        self.reconnects = 0
         self.cseq = 0
         self.closed = False
         self.close_code: int | None = None
+        self._opener = opener  # opens a new connection (None: never reconnect)
+        self._closing = False
+        self._unanswered: dict[int, dict] = {}  # cseq -> command sent, no ack or error yet
         self._changed = asyncio.Condition()
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
     async def connect(
-        cls, base_url: str, match_id, *, sessionid: str | None = None, name: str = ""
+        cls, base_url: str | list[str], match_id, *, sessionid: str | None = None, name: str = ""
     ) -> MatchClient:
+        """``base_url`` may be a list: the web processes to try, first to last."""
+        urls = [base_url] if isinstance(base_url, str) else list(base_url)
         headers = {"Cookie": f"sessionid={sessionid}"} if sessionid else {}
-        ws = await websockets.connect(
-            ws_url_of(base_url, match_id),
-            origin=origin_of(base_url),
-            additional_headers=headers,
-            open_timeout=10,
-            max_size=2**22,
-        )
-        return cls(ws, name=name)
+        turn = iter(range(1 << 62))
+
+        async def opener():
+            url = urls[next(turn) % len(urls)]
+            return await websockets.connect(
+                ws_url_of(url, match_id),
+                origin=origin_of(url),
+                additional_headers=headers,
+                open_timeout=10,
+                max_size=2**22,
+            )
+
+        return cls(await opener(), name=name, opener=opener)
 
     # --- receiving ---------------------------------------------------------------------
 
     async def _read(self) -> None:
+        try:
+            while True:
+                await self._read_until_closed()
+                if not await self._reconnect():
+                    return
+        finally:
+            async with self._changed:
+                self.closed = True
+                self._changed.notify_all()
+
+    async def _read_until_closed(self) -> None:
         try:
             async for raw in self.ws:
                 message = json.loads(raw)
@@ -84,16 +113,36 @@ class MatchClient:
                     # A broadcast was lost with nothing after it to show the gap.
                     self.gaps += 1
                     await self.send({"type": "sync", "last_seq": self.seq})
+                elif message.get("type") in ("ack", "error"):
+                    self._unanswered.pop(message.get("cseq"), None)
                 async with self._changed:
                     self.messages.append(message)
                     self._changed.notify_all()
         except websockets.ConnectionClosed:
             pass
-        finally:
-            self.close_code = self.ws.close_code
-            async with self._changed:
-                self.closed = True
-                self._changed.notify_all()
+        self.close_code = self.ws.close_code
+
+    async def _reconnect(self) -> bool:
+        """Open a new connection (with backoff) unless the close was final; then catch up and
+        resend what is unanswered. False: stay closed."""
+        if self._closing or self._opener is None or self.close_code in self.FINAL_CLOSES:
+            return False
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + self.GIVE_UP_AFTER_S
+        for attempt in range(1 << 30):
+            await asyncio.sleep(self.BACKOFF_S[min(attempt, len(self.BACKOFF_S) - 1)])
+            if self._closing or loop.time() > give_up:
+                return False
+            try:
+                self.ws = await self._opener()
+                break
+            except (OSError, websockets.WebSocketException, TimeoutError):
+                continue
+        self.reconnects += 1
+        await self.send({"type": "hello", "last_seq": self.seq})
+        for command in list(self._unanswered.values()):
+            await self.send(command)
+        return True
 
     async def _on_state(self, message: dict) -> None:
         events = message["events"]
@@ -137,7 +186,10 @@ class MatchClient:
     # --- sending -----------------------------------------------------------------------
 
     async def send(self, message: dict) -> None:
-        await self.ws.send(json.dumps(message))
+        try:
+            await self.ws.send(json.dumps(message))
+        except websockets.ConnectionClosed:
+            pass  # a command stays unanswered and is resent once reconnected
 
     async def command(
         self, command: dict, *, cseq: int | None = None, timeout: float = 10.0
@@ -147,11 +199,14 @@ class MatchClient:
             self.cseq += 1
             cseq = self.cseq
         seen = len(self.replies_to(cseq))
-        await self.send({**command, "cseq": cseq})
+        message = {**command, "cseq": cseq}
+        self._unanswered[cseq] = message
+        await self.send(message)
         replies = await self.wait_for(lambda c: c.replies_to(cseq)[seen:], timeout)
         return replies[0]
 
     async def close(self) -> None:
+        self._closing = True
         await self.ws.close()
         await self._reader
 
