@@ -92,9 +92,8 @@ def test_players_of_a_killed_web_process_reconnect_to_another_and_finish(
     # record has events of that seat's own making.
     events = [e for r in record["rounds"] for e in r["events"]]
     for seat, client in enumerate(seats):
-        applied = [
-            m for m in client.messages if m["type"] == "ack" and not m["duplicate"] and not m["late"]
-        ]
+        acks = [m for m in client.messages if m["type"] == "ack"]
+        applied = [m for m in acks if not m["duplicate"] and not m["late"]]
         made = [
             e
             for e in events
