@@ -1,9 +1,14 @@
 // The match WebSocket: reconnects by itself (hello with the last seen seq), asks for a resync
 // when a numbered message is missing (or a pong names a later seq), numbers commands (cseq, kept per match in
-// sessionStorage) and estimates the server's clock offset from ping/pong round trips.
+// sessionStorage) and estimates the server's clock offset from ping/pong round trips. A command
+// not yet answered is sent again, with the same cseq, after a reconnect or when the server says it
+// could not take it now (the server applies each cseq once).
 
 const PING_EVERY_MS = 5_000;
 const BACKOFF_MS = [250, 500, 1_000, 2_000, 4_000];
+const RETRY_CODES = ["busy", "time_unavailable", "unavailable", "rate_limited"]; // nothing changed
+const RETRY_AFTER_MS = 300;
+const RETRIES = 5;
 
 export class Connection {
   constructor(matchId, handlers) {
@@ -16,6 +21,7 @@ export class Connection {
     this.attempt = 0;
     this.pingTimer = null;
     this.cseqKey = `sb-cseq-${matchId}`;
+    this.unanswered = null; // {message, retries}: the last command sent, until ack or error
     window.addEventListener("online", () => this.reconnectNow());
   }
 
@@ -32,6 +38,7 @@ export class Connection {
       this.attempt = 0;
       this.status("connected");
       if (this.lastSeq !== null) this.sendRaw({ type: "hello", last_seq: this.lastSeq });
+      if (this.unanswered) this.sendRaw(this.unanswered.message);
       this.ping();
       clearInterval(this.pingTimer);
       this.pingTimer = setInterval(() => this.ping(), PING_EVERY_MS);
@@ -78,8 +85,10 @@ export class Connection {
   }
 
   command(command) {
-    if (!this.sendRaw({ ...command, cseq: this.nextCseq() })) {
-      this.handlers.onError({ code: "offline", reason: "not connected" });
+    const message = { ...command, cseq: this.nextCseq() };
+    this.unanswered = { message, retries: 0 };
+    if (!this.sendRaw(message)) {
+      this.handlers.onError({ code: "offline", reason: "not connected: it is sent on reconnecting" });
     }
   }
 
@@ -95,6 +104,15 @@ export class Connection {
         this.sendRaw({ type: "sync", last_seq: this.lastSeq });
       }
       return;
+    }
+    const pending = this.unanswered;
+    if ((msg.type === "ack" || msg.type === "error") && pending && msg.cseq === pending.message.cseq) {
+      if (msg.type === "error" && RETRY_CODES.includes(msg.code) && pending.retries < RETRIES) {
+        pending.retries += 1;
+        setTimeout(() => this.unanswered === pending && this.sendRaw(pending.message), RETRY_AFTER_MS);
+        return;
+      }
+      this.unanswered = null;
     }
     if (msg.type === "error") {
       this.handlers.onError(msg);
