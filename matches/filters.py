@@ -3,10 +3,16 @@ full records for export, and the filters the list and the export share."""
 
 from __future__ import annotations
 
+from datetime import UTC
+
+from django import forms
 from django.contrib.auth import get_user_model
+from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
+from django_filters import filters as base_filters
 from django_filters import rest_framework as filters
+from django_filters.fields import IsoDateTimeField
 from rest_framework.exceptions import ValidationError
 
 from .models import Match
@@ -63,17 +69,73 @@ def involving(user_id: int | None) -> Q:
     return Q(player0_id=user_id) | Q(player1_id=user_id)
 
 
-class MatchFilter(filters.FilterSet):
-    """Filters of the archive list and the export. ``result`` is from ``player``'s side."""
+USERNAME_MAX_LENGTH = 150  # AbstractUser.username
 
-    player = filters.CharFilter(
-        method="filter_player", help_text="username: matches this player played"
+
+class StrictBooleanField(forms.Field):
+    """``true``/``false`` or ``1``/``0`` (any case); anything else is an error (django-filter's
+    boolean quietly ignores a value it does not know, so ``rated=maybe`` listed everything)."""
+
+    widget = forms.TextInput
+    default_error_messages = {"invalid": "Enter true or false."}
+    VALUES = {"true": True, "1": True, "false": False, "0": False}
+
+    def to_python(self, value):
+        if value in self.empty_values:
+            return None
+        try:
+            return self.VALUES[str(value).lower()]
+        except KeyError:
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid") from None
+
+
+class StrictBooleanFilter(base_filters.BooleanFilter):
+    field_class = StrictBooleanField
+
+
+class UtcIsoDateTimeField(IsoDateTimeField):
+    """An ISO 8601 time, in UTC. One that does not exist in UTC (``9999-12-31T23:59-01:00``)
+    is an error: the database adapter's conversion to UTC overflowed, a 500; and PostgreSQL
+    refuses an offset beyond 15:59 (``-23:59`` was a 500 there), so the value goes on in UTC."""
+
+    def to_python(self, value):
+        value = super().to_python(value)
+        if value is None:
+            return None
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:
+            raise forms.ValidationError(
+                "Out of range: before year 1 or after year 9999 in UTC.", code="invalid"
+            ) from None
+
+
+class UtcIsoDateTimeFilter(filters.IsoDateTimeFilter):
+    field_class = UtcIsoDateTimeField
+
+
+def username_filter(method: str, help_text: str) -> filters.CharFilter:
+    """A username: letters, digits and @/./+/-/_, at most 150 (the characters a username can
+    hold; anything else is a 400, not a lookup)."""
+    return filters.CharFilter(
+        method=method,
+        help_text=help_text,
+        max_length=USERNAME_MAX_LENGTH,
+        strip=False,  # "ala\n" is not ala
+        validators=[UnicodeUsernameValidator()],
     )
-    opponent = filters.CharFilter(
-        method="filter_opponent",
-        help_text="username: matches against this player (with `player`: between the two)",
+
+
+class MatchFilter(filters.FilterSet):
+    """Filters of the archive list and the export. ``result`` is from ``player``'s side. A value
+    a filter cannot take is a 400 naming the filter (an empty one counts as absent)."""
+
+    player = username_filter("filter_player", "username: matches this player played")
+    opponent = username_filter(
+        "filter_opponent",
+        "username: matches against this player (with `player`: between the two)",
     )
-    rated = filters.BooleanFilter()
+    rated = StrictBooleanFilter(help_text="`true` or `false` (or `1`/`0`)")
     result = filters.ChoiceFilter(
         choices=[("win", "win"), ("loss", "loss")], method="filter_result",
         help_text="`win` or `loss` from `player`'s side (needs `player`); online, finished only",
@@ -81,10 +143,10 @@ class MatchFilter(filters.FilterSet):
     reason = filters.ChoiceFilter(choices=[(reason, reason) for reason in REASONS])
     mode = filters.ChoiceFilter(choices=Match.Mode.choices)
     status = filters.ChoiceFilter(choices=[(status, status) for status in OVER])
-    since = filters.IsoDateTimeFilter(
+    since = UtcIsoDateTimeFilter(
         field_name="created_at", lookup_expr="gte", help_text="created at or after (ISO 8601)"
     )
-    until = filters.IsoDateTimeFilter(
+    until = UtcIsoDateTimeFilter(
         field_name="created_at", lookup_expr="lt", help_text="created before (ISO 8601)"
     )
 

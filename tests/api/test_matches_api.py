@@ -207,19 +207,21 @@ def test_a_finished_record_answers_304_to_its_etag_or_date(api, world):
     assert api.get(url, HTTP_IF_MODIFIED_SINCE=http_date(last_event_s - 1)).status_code == 200
 
 
-def test_voiding_a_finished_match_changes_its_etag_and_takes_its_ratings_back(api, world):
-    match = world.resigned
-    url = f"/api/matches/{match.id}/"
-    before = api.get(url)
-    last_ms = match.record["rounds"][-1]["events"][-1]["at_ms"]
-    services.match_void(match_id=match.id, why="test", now_ms=last_ms + 5_000)
-    after = api.get(url, HTTP_IF_NONE_MATCH=before.headers["ETag"],
-                    HTTP_IF_MODIFIED_SINCE=before.headers["Last-Modified"])  # fmt: skip
-    assert after.status_code == 200
-    record = after.json()
-    assert record["status"] == "void" and after.headers["ETag"].endswith('-void"')
+def test_a_finished_record_stands_and_a_voided_live_one_is_over_with_a_void_etag(api, world):
+    finished = f"/api/matches/{world.resigned.id}/"
+    etag = api.get(finished).headers["ETag"]
+    last_ms = world.resigned.record["rounds"][-1]["events"][-1]["at_ms"]
+    with pytest.raises(services.CommandRejected):  # a result, once reached, stands
+        services.match_void(match_id=world.resigned.id, why="test", now_ms=last_ms + 5_000)
+    assert api.get(finished, HTTP_IF_NONE_MATCH=etag).status_code == 304
+    live = world.live
+    last_ms = live.record["rounds"][-1]["events"][-1]["at_ms"]
+    services.match_void(match_id=live.id, why="test", now_ms=last_ms + 5_000)
+    voided = api.get(f"/api/matches/{live.id}/")
+    record = voided.json()
+    assert record["status"] == "void" and voided.headers["ETag"].endswith('-void"')
     assert [p["rating_after"] for p in record["players"]] == [None, None]
-    assert ids(api.get("/api/matches/?status=void")) == [str(match.id)]
+    assert ids(api.get("/api/matches/?status=void")) == [str(live.id)]
 
 
 # --- live --------------------------------------------------------------------------------------
