@@ -4,21 +4,27 @@
     python scripts/devserver.py test [--run-dir .run]
 
 Both prepare the same environment: SECRET_KEY (generated once into <run-dir>/secret_key unless
-set) and REDIS_URL (a local redis-server on a free port, data in <run-dir>/redis, unless set).
-`run` then migrates, collects static files, and supervises Daphne, a Celery worker and Celery
-beat until Ctrl-C (or SIGTERM), when it stops every child. `test` runs the test pipeline.
+set) and REDIS_URL (a local redis-server on a free port, unless set). `run` then migrates,
+collects static files, and supervises Daphne, a Celery worker and Celery beat (and its Redis,
+which keeps its data in an append-only file in <run-dir>/redis): a child that exits is logged and
+restarted after a delay that doubles from 1 s to 30 s (scripts/proc.py). Only Ctrl-C (or
+SIGTERM) stops them all: beat, the worker, Daphne, then Redis. `test` runs the test pipeline
+with a throwaway Redis.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
+import math
 import os
 import secrets
 import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,11 +32,14 @@ if __package__ in (None, ""):  # run as a file: make the project importable
     sys.path.insert(0, str(ROOT))
 
 from scripts.localredis import start_local_redis  # noqa: E402
-from scripts.proc import Supervisor, accepts_connections, port_is_free, wait_until  # noqa: E402
+from scripts.proc import Backoff, Supervisor, accepts_connections, port_is_free  # noqa: E402
 
 PYTHON = sys.executable
 CHROMIUM_PATHS = ("/usr/lib/chromium/chromium", "/usr/bin/chromium")
-STARTUP_TIMEOUT_S = 60
+STARTUP_TIMEOUT_S = 60  # then say that Daphne is still not listening (and keep trying)
+POLL_INTERVAL_S = 0.2
+# A child that exits waits 1 s, 2 s, 4 s ... up to 30 s before its restart; a minute up resets it.
+RESTART = Backoff(initial_s=1, factor=2, cap_s=30, reset_after_s=60)
 
 
 def log(message: str) -> None:
@@ -46,7 +55,11 @@ def secret_key(run_dir: Path) -> str:
     return path.read_text().strip()
 
 
-def prepare_environment(supervisor: Supervisor, run_dir: Path) -> dict[str, str]:
+def prepare_environment(
+    supervisor: Supervisor, run_dir: Path, *, stop: threading.Event | None = None
+) -> dict[str, str]:
+    """The children's environment. With `stop` (make run) a local Redis keeps its data and is
+    restarted by `supervisor`; we wait for it until it answers or `stop` is set."""
     env = dict(os.environ)
     env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     env["PYTHONUNBUFFERED"] = "1"
@@ -54,9 +67,22 @@ def prepare_environment(supervisor: Supervisor, run_dir: Path) -> dict[str, str]
         env["SECRET_KEY"] = secret_key(run_dir)
     if env.get("REDIS_URL"):
         log(f"Redis: {env['REDIS_URL']} (from REDIS_URL)")
-    else:
+    elif stop is None:
         env["REDIS_URL"] = start_local_redis(supervisor, run_dir / "redis")
         log(f"Redis: started a local redis-server at {env['REDIS_URL']}")
+    else:
+        env["REDIS_URL"] = start_local_redis(
+            supervisor,
+            run_dir / "redis",
+            persistent=True,
+            restart=RESTART,
+            timeout_s=math.inf,
+            give_up=stop.is_set,
+        )
+        log(
+            f"Redis: started a local redis-server at {env['REDIS_URL']} "
+            f"(data kept in {run_dir / 'redis'})"
+        )
     return env
 
 
@@ -75,6 +101,63 @@ def install_stop_signals() -> threading.Event:
     return stop
 
 
+def lock_run_dir(run_dir: Path):
+    """Hold <run-dir>/run.lock while serving: two runs must not share a Redis data folder."""
+    lock = open(run_dir / "run.lock", "w")  # noqa: SIM115 - held until the run ends
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        return None
+    return lock
+
+
+def start_children(supervisor: Supervisor, env: dict[str, str], args, run_dir: Path) -> None:
+    celery = [PYTHON, "-m", "celery", "-A", "config"]
+    daphne = [PYTHON, "-m", "daphne", "-b", args.host, "-p", str(args.port)]
+    # Beat sends three tasks every second: at INFO their lines would bury everything else.
+    celery_log_level = os.environ.get("CELERY_LOG_LEVEL", "WARNING")
+    commands = {
+        "daphne": [*daphne, "config.asgi:application"],
+        "worker": [*celery, "worker", f"--loglevel={celery_log_level}", "--concurrency=2"],
+        "beat": [
+            *celery,
+            "beat",
+            f"--loglevel={celery_log_level}",
+            "--schedule",
+            str(run_dir / "celerybeat-schedule"),
+        ],
+    }
+    for name, command in commands.items():
+        supervisor.start(name, command, env=env, cwd=ROOT, restart=RESTART)
+
+
+def write_pids(supervisor: Supervisor, run_dir: Path) -> None:
+    pids = {name: process.pid for name, process in supervisor.children.items()}
+    (run_dir / "processes.json").write_text(json.dumps(pids))
+
+
+def supervise(supervisor: Supervisor, stop: threading.Event, args, run_dir: Path) -> None:
+    """Restart whatever exits until Ctrl-C or SIGTERM; say when the site first answers."""
+    write_pids(supervisor, run_dir)
+    started, announced, warned = time.monotonic(), False, False
+    while not stop.wait(POLL_INTERVAL_S):
+        if supervisor.poll():
+            write_pids(supervisor, run_dir)
+        if announced:
+            continue
+        if accepts_connections(args.host, args.port, timeout_s=POLL_INTERVAL_S):
+            log(f"Spectacular Bid online is running at http://{args.host}:{args.port}/")
+            log("Press Ctrl-C to stop.")
+            announced = True
+        elif not warned and time.monotonic() - started > STARTUP_TIMEOUT_S:
+            log(
+                f"Daphne is still not listening on {args.host}:{args.port} after "
+                f"{STARTUP_TIMEOUT_S} s; its lines above say why. Still trying; Ctrl-C stops."
+            )
+            warned = True
+
+
 def run(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -84,69 +167,36 @@ def run(args: argparse.Namespace) -> int:
             f"or pick another port: PORT={args.port + 1} make run"
         )
         return 2
+    lock = lock_run_dir(run_dir)
+    if lock is None:
+        log(f"Another `make run` is using {run_dir}: stop it first, or give this one --run-dir.")
+        return 2
     stop = install_stop_signals()
-    with Supervisor() as supervisor:
-        env = prepare_environment(supervisor, run_dir)
-        # Where `make manage` finds the Redis of this run (removed again when the run stops).
-        (run_dir / "redis_url").write_text(env["REDIS_URL"])
-        manage(env, "migrate", "--noinput")
-        manage(env, "collectstatic", "--noinput", "--verbosity", "0")
-        celery = [PYTHON, "-m", "celery", "-A", "config"]
-        supervisor.start(
-            "daphne",
-            [
-                PYTHON,
-                "-m",
-                "daphne",
-                "-b",
-                args.host,
-                "-p",
-                str(args.port),
-                "config.asgi:application",
-            ],
-            env=env,
-            cwd=ROOT,
-        )
-        # Beat sends three tasks every second: at INFO their lines would bury everything else.
-        celery_log_level = os.environ.get("CELERY_LOG_LEVEL", "WARNING")
-        supervisor.start(
-            "worker",
-            [*celery, "worker", f"--loglevel={celery_log_level}", "--concurrency=2"],
-            env=env,
-            cwd=ROOT,
-        )
-        supervisor.start(
-            "beat",
-            [
-                *celery,
-                "beat",
-                f"--loglevel={celery_log_level}",
-                "--schedule",
-                str(run_dir / "celerybeat-schedule"),
-            ],
-            env=env,
-            cwd=ROOT,
-        )
-        pids = {name: process.pid for name, process in supervisor.children.items()}
-        (run_dir / "processes.json").write_text(json.dumps(pids))
-        wait_until(
-            lambda: (
-                stop.is_set() or supervisor.exited() or accepts_connections(args.host, args.port)
-            ),
-            STARTUP_TIMEOUT_S,
-            message="Daphne to listen",
-        )
-        if not stop.is_set() and not supervisor.exited():
-            log(f"Spectacular Bid online is running at http://{args.host}:{args.port}/")
-            log("Press Ctrl-C to stop.")
-        while not stop.wait(0.5):
-            if failed := supervisor.exited():
-                log(f"Stopping: a process exited on its own: {failed}")
-                break
-        log("Stopping Daphne, the worker, beat and Redis...")
-        (run_dir / "redis_url").unlink(missing_ok=True)
+    code = 0
+    with lock, Supervisor(log=log) as supervisor:
+        try:
+            env = prepare_environment(supervisor, run_dir, stop=stop)
+            # Where `make manage` finds the Redis of this run (removed again when the run stops).
+            (run_dir / "redis_url").write_text(env["REDIS_URL"])
+            if not stop.is_set():
+                manage(env, "migrate", "--noinput")
+                manage(env, "collectstatic", "--noinput", "--verbosity", "0")
+            if not stop.is_set():
+                start_children(supervisor, env, args, run_dir)
+                supervise(supervisor, stop, args, run_dir)
+        except FileNotFoundError as error:  # no redis-server to start
+            log(str(error))
+            code = 2
+        except subprocess.CalledProcessError as error:
+            if not stop.is_set():
+                log(f"Stopping: `manage.py {error.cmd[2]}` failed (exit {error.returncode}).")
+                code = 1
+        finally:
+            if supervisor.children:
+                log(f"Stopping {', '.join(reversed(supervisor.children))}...")
+            (run_dir / "redis_url").unlink(missing_ok=True)
     log("All stopped.")
-    return 0 if stop.is_set() else 1
+    return code
 
 
 def browser_tests(env: dict[str, str]) -> str | None:

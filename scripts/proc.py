@@ -3,11 +3,19 @@
 Each child runs in its own session (process group), so Ctrl-C reaches only the orchestrator,
 which then stops the children in reverse start order: SIGTERM to the child, a grace period, then
 SIGKILL to its whole group, so nothing it forked (Celery pool processes) is left behind.
+
+A child started with `restart=Backoff(...)` is restarted when it exits: the orchestrator calls
+`Supervisor.poll()` from its loop, which logs the exit ("worker exited with code -9 (SIGKILL);
+restarting in 1 s"), kills what is left of the child's group, and starts it again once the delay
+has passed. The delay doubles from 1 s up to 30 s and starts again at 1 s once the child had
+stayed up for a minute. supervisord was tried first and does not fit: it gives up on a child for
+good after `startretries` quick failures (FATAL), and its delay only grows linearly, uncapped.
 """
 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import os
 import signal
 import socket
@@ -16,7 +24,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import IO, TypeVar
 
 T = TypeVar("T")
 
@@ -101,12 +109,72 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
-class Supervisor:
-    """Starts named children and stops them all, in reverse order, with no orphans."""
+@dataclasses.dataclass
+class Backoff:
+    """How long to wait before restarting a child that exited: `initial_s`, times `factor` after
+    each exit up to `cap_s`; back to `initial_s` once the child had stayed up `reset_after_s`."""
 
-    def __init__(self, *, stop_timeout_s: float = 10.0) -> None:
+    initial_s: float = 1.0
+    factor: float = 2.0
+    cap_s: float = 30.0
+    reset_after_s: float = 60.0
+    _next_s: float | None = dataclasses.field(default=None, repr=False)
+
+    def next_delay(self, *, uptime_s: float) -> float:
+        if self._next_s is None or uptime_s >= self.reset_after_s:
+            self._next_s = self.initial_s
+        delay = min(self._next_s, self.cap_s)
+        self._next_s = min(delay * self.factor, self.cap_s)
+        return delay
+
+
+_KILLED_FROM_OUTSIDE = {signal.SIGKILL, signal.SIGTERM, signal.SIGINT}
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"code {code} ({signal.Signals(-code).name})"
+        except ValueError:
+            pass
+    return f"code {code}"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s"
+
+
+@dataclasses.dataclass
+class _Child:
+    """What it takes to start a child again, and where its restart stands."""
+
+    command: list[str]
+    env: dict[str, str] | None
+    cwd: str | Path | None
+    stdout: IO | Path | None
+    backoff: Backoff | None
+    started_at: float = 0.0
+    output_offset: int = 0  # where this run's output starts in a log file (for exit messages)
+    restart_at: float | None = None  # when an exited child is due to start again
+
+
+class Supervisor:
+    """Starts named children and stops them all, in reverse order, with no orphans; restarts
+    the children started with `restart=Backoff(...)` when `poll()` finds them exited."""
+
+    def __init__(
+        self,
+        *,
+        stop_timeout_s: float = 10.0,
+        log: Callable[[str], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.stop_timeout_s = stop_timeout_s
         self.children: dict[str, subprocess.Popen] = {}
+        self._specs: dict[str, _Child] = {}
+        self._log = log or (lambda message: print(f"[supervisor] {message}", flush=True))
+        self._clock = clock
+        self._stopping = False
 
     def start(
         self,
@@ -115,19 +183,95 @@ class Supervisor:
         *,
         env: Mapping[str, str] | None = None,
         cwd: str | Path | None = None,
-        stdout=None,
+        stdout: IO | Path | None = None,
+        restart: Backoff | None = None,
     ) -> subprocess.Popen:
-        process = subprocess.Popen(
-            list(command),
+        """Start `name`. `stdout` is an open file (the child gets its own copy) or a path (opened
+        for appending at every start); None shares ours. With `restart`, `poll()` restarts it
+        (its output then goes to a path or to ours: an open file would be closed by then)."""
+        if restart is not None and stdout is not None and not isinstance(stdout, str | Path):
+            raise ValueError(f"{name}: a child that restarts logs to a path or to our output")
+        spec = _Child(
+            command=list(command),
             env=dict(env) if env is not None else None,
             cwd=cwd,
-            stdout=stdout,
-            stderr=subprocess.STDOUT if stdout is not None else None,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
+            stdout=Path(stdout) if isinstance(stdout, str) else stdout,
+            backoff=dataclasses.replace(restart) if restart is not None else None,
         )
+        self._specs[name] = spec
+        return self._spawn(name, spec)
+
+    def _spawn(self, name: str, spec: _Child) -> subprocess.Popen:
+        output = spec.stdout
+        if isinstance(output, Path):
+            output = open(output, "ab")  # noqa: SIM115 - the child keeps its own copy
+            spec.output_offset = output.tell()
+        try:
+            process = subprocess.Popen(
+                spec.command,
+                env=spec.env,
+                cwd=spec.cwd,
+                stdout=output,
+                stderr=subprocess.STDOUT if output is not None else None,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        finally:
+            if isinstance(spec.stdout, Path):
+                output.close()
+        spec.started_at = self._clock()
+        spec.restart_at = None
         self.children[name] = process
         return process
+
+    def _output_tail(self, spec: _Child, lines: int = 5) -> str:
+        """The last lines this run of the child wrote to its log file, if it has one."""
+        if not isinstance(spec.stdout, Path):
+            return ""
+        try:
+            with open(spec.stdout, "rb") as log:
+                log.seek(spec.output_offset)
+                text = log.read()[-4000:].decode(errors="replace")
+        except OSError:
+            return ""
+        tail = [line[:300] for line in text.splitlines() if line.strip()][-lines:]
+        return f". Last lines of {spec.stdout}:\n    " + "\n    ".join(tail) if tail else ""
+
+    def poll(self) -> list[str]:
+        """Notice exited children that restart, and start those whose delay has passed;
+        returns the names started again. Call it often (the orchestrator's loop does)."""
+        restarted = []
+        if self._stopping:
+            return restarted
+        now = self._clock()
+        for name, spec in self._specs.items():
+            if spec.backoff is None:
+                continue
+            process = self.children[name]
+            if spec.restart_at is None:
+                code = process.poll()
+                if code is None:
+                    continue
+                _kill_group(process.pid)  # what it forked (a pool) goes with it
+                delay = spec.backoff.next_delay(uptime_s=now - spec.started_at)
+                spec.restart_at = now + delay
+                # Killed from outside, its output has nothing to add; otherwise it may say why.
+                why = "" if -code in _KILLED_FROM_OUTSIDE else self._output_tail(spec)
+                self._log(
+                    f"{name} exited with {_describe_exit(code)}; restarting in "
+                    f"{_seconds(delay)}{why}"
+                )
+            if now >= spec.restart_at:
+                try:
+                    process = self._spawn(name, spec)
+                except OSError as error:
+                    delay = spec.backoff.next_delay(uptime_s=0)
+                    spec.restart_at = now + delay
+                    self._log(f"{name} could not start ({error}); retrying in {_seconds(delay)}")
+                    continue
+                self._log(f"{name} restarted (pid {process.pid})")
+                restarted.append(name)
+        return restarted
 
     def exited(self) -> dict[str, int]:
         """The children that have stopped on their own, with their exit codes."""
@@ -138,6 +282,7 @@ class Supervisor:
         }
 
     def stop_all(self) -> None:
+        self._stopping = True  # no restarts from here on
         for name in reversed(list(self.children)):
             self._stop(self.children[name])
 
@@ -149,10 +294,7 @@ class Supervisor:
             except subprocess.TimeoutExpired:
                 pass
         # The child was a session leader: its pid is its group's id. Kill what is left of it.
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _kill_group(process.pid)
         process.wait()
 
     def __enter__(self) -> Supervisor:
@@ -160,3 +302,10 @@ class Supervisor:
 
     def __exit__(self, *exc_info) -> None:
         self.stop_all()
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
