@@ -16,7 +16,7 @@ from config.ratelimit import TokenBucket
 from config.redis_clients import PoolBusy
 from config.sockets import GuardedJsonConsumer
 
-from . import broadcast, presence, services, timekeeping
+from . import broadcast, presence, scheduler, services, timekeeping
 from .models import Match, TimingFault
 from .selectors import events_since, match_state
 
@@ -28,6 +28,7 @@ READS = ("ping", "hello", "sync")  # what a spectator may send
 
 class MatchConsumer(GuardedJsonConsumer):
     async def opening(self):
+        scheduler.ensure_running()  # this process fires deadlines too, not only the worker
         self.match_id = str(self.scope["url_route"]["kwargs"]["match_id"])
         self.seats: list[int] = []
         self.sent_seq = -1  # the last event number this client was sent

@@ -201,17 +201,15 @@ def _expiry_kind(match: Match, state: engine.MatchState) -> str:
 # --- the timeout path ----------------------------------------------------------------------
 
 
-def match_expire(*, match_id, now_ms: int, seq: int | None = None) -> str:
+def match_expire(*, match_id, now_ms: int) -> str:
     """Act on the match's deadline if it has passed at ``now_ms`` (the authority's time): press
-    Start for an absent player, or end the match on time. Idempotent: the Celery task keyed by
-    ``seq`` and the sweeper both call it. A command stamped before the deadline that is still
-    waiting for the lock wins: the expiry then stands back and is retried."""
+    Start for an absent player, or end the match on time. Idempotent: every process's deadline
+    loop and the sweeper may call it for the same deadline. A command stamped before the deadline
+    that is still waiting for the lock wins: the expiry then stands back and is retried."""
     with transaction.atomic():
         match = _locked(match_id)
         if match.is_over or match.deadline_ms is None:
             return "nothing_due"
-        if seq is not None and seq != match.seq:
-            return "stale"
         if now_ms < match.deadline_ms:
             return "early"
         if timekeeping.pending_before(str(match.id), match.deadline_ms, now_ms):
@@ -379,7 +377,7 @@ def _store(match: Match, state: engine.MatchState, now_ms: int) -> None:
 
 def _after_commit(match: Match, state: engine.MatchState, events: list[dict]) -> None:
     try:
-        deadlines.arm(str(match.id), match.seq, match.deadline_ms)
+        deadlines.remember(str(match.id), match.deadline_ms)
     except Exception:  # the sweeper rebuilds deadlines from the database
         log.exception("could not arm the deadline of match %s", match.pk)
     broadcast.publish(match, state, events)

@@ -1,5 +1,5 @@
-"""Celery tasks: thin calls into the match service. Each is idempotent (keyed by the match and
-its event number), so a redelivered or duplicated task does nothing twice."""
+"""Celery tasks: thin calls into the match service. Each is idempotent, so a redelivered or
+duplicated task does nothing twice."""
 
 from __future__ import annotations
 
@@ -9,49 +9,24 @@ import time
 from celery import shared_task
 from django.conf import settings
 
-from . import deadlines, services, timekeeping
-from .models import Match, TimingFault
+from . import deadlines, scheduler, services, timekeeping
+from .models import TimingFault
 
 log = logging.getLogger(__name__)
 
-PENDING_RETRY_S = 0.05  # a command stamped before the deadline is about to be applied
 # Evidence that is conclusive by itself: an arrival the authority stamped too late to be fair.
 CONCLUSIVE_FAULTS = (TimingFault.Kind.LATE_STAMP,)
 AUTHORITY_PROBES = 3
 
 
 @shared_task(ignore_result=True)
-def expire_match(match_id: str, seq: int) -> str:
-    """The task armed for one deadline (the sweeper catches the ones that get lost)."""
-    outcome = services.match_expire(match_id=match_id, seq=seq, now_ms=timekeeping.now_ms())
-    if outcome == "early":
-        deadline_ms = (
-            Match.objects.filter(pk=match_id).values_list("deadline_ms", flat=True).first()
-        )
-        deadlines.schedule(match_id, seq, deadline_ms)
-    elif outcome == "command_pending":
-        expire_match.apply_async((match_id, seq), countdown=PENDING_RETRY_S, expires=600)
-    return outcome
-
-
-@shared_task(ignore_result=True)
 def sweep_deadlines() -> int:
-    """Every second (beat): act on every deadline that has passed, whatever became of its task."""
+    """Every second (beat): the backstop of the web processes' deadline loops; acts on every
+    deadline that has passed, and rebuilds the set if Redis lost it."""
     if deadlines.is_missing():
         deadlines.rebuild()
     now_ms = timekeeping.now_ms()
-    acted = 0
-    for match_id in deadlines.due(now_ms):
-        outcome = services.match_expire(match_id=match_id, now_ms=now_ms)
-        if outcome in ("nothing_due", "early"):
-            # Redis was out of step with the database: the database wins.
-            deadline_ms = (
-                Match.objects.filter(pk=match_id).values_list("deadline_ms", flat=True).first()
-            )
-            deadlines.remember(match_id, deadline_ms)
-        else:
-            acted += 1
-    return acted
+    return scheduler.fire_due(deadlines.due(now_ms), now_ms)
 
 
 @shared_task(ignore_result=True)

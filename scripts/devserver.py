@@ -32,7 +32,13 @@ if __package__ in (None, ""):  # run as a file: make the project importable
     sys.path.insert(0, str(ROOT))
 
 from scripts.localredis import start_local_redis  # noqa: E402
-from scripts.proc import Backoff, Supervisor, accepts_connections, port_is_free  # noqa: E402
+from scripts.proc import (  # noqa: E402
+    Backoff,
+    Supervisor,
+    accepts_connections,
+    daphne_command,
+    port_is_free,
+)
 
 PYTHON = sys.executable
 CHROMIUM_PATHS = ("/usr/lib/chromium/chromium", "/usr/bin/chromium")
@@ -114,11 +120,10 @@ def lock_run_dir(run_dir: Path):
 
 def start_children(supervisor: Supervisor, env: dict[str, str], args, run_dir: Path) -> None:
     celery = [PYTHON, "-m", "celery", "-A", "config"]
-    daphne = [PYTHON, "-m", "daphne", "-b", args.host, "-p", str(args.port)]
     # Beat sends three tasks every second: at INFO their lines would bury everything else.
     celery_log_level = os.environ.get("CELERY_LOG_LEVEL", "WARNING")
     commands = {
-        "daphne": [*daphne, "config.asgi:application"],
+        "daphne": daphne_command(args.host, args.port, PYTHON),
         "worker": [*celery, "worker", f"--loglevel={celery_log_level}", "--concurrency=2"],
         "beat": [
             *celery,

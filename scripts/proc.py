@@ -31,6 +31,21 @@ T = TypeVar("T")
 _PR_SET_PDEATHSIG = 1
 
 
+# Daphne fails a WebSocket message over this size itself (close 1009), before it is read into
+# the application; the application's own, smaller limit is WS_MAX_FRAME_BYTES.
+DAPHNE_MAX_MESSAGE_BYTES = 65_536
+
+
+def daphne_command(host: str, port: int, python: str = sys.executable) -> list[str]:
+    """The one way this project starts a web process (make run, tests, benchmarks)."""
+    return [
+        python, "-m", "daphne", "-b", host, "-p", str(port),
+        "--websocket-max-message-size", str(DAPHNE_MAX_MESSAGE_BYTES),
+        "--websocket-max-frame-size", str(DAPHNE_MAX_MESSAGE_BYTES),
+        "config.asgi:application",
+    ]  # fmt: skip
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port that nothing listens on right now (the OS picks it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

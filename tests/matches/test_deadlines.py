@@ -1,14 +1,16 @@
-"""Deadlines in Redis and the database; the task armed for each and the sweeper that catches
-lost ones. These use the authority's real time (the sweeper reads it), with deadlines set just
+"""Deadlines in Redis and the database; the web processes' deadline loop and the sweeper that
+backs it up. These use the authority's real time (the sweeper reads it), with deadlines set just
 past so nothing waits."""
 
+import asyncio
 import uuid
 
 import pytest
+from channels.db import database_sync_to_async
 
 import engine
 from config.redis_clients import sync_redis
-from matches import deadlines, services, tasks, timekeeping
+from matches import deadlines, scheduler, services, tasks, timekeeping
 from matches.models import Match, TimingFault
 
 pytestmark = pytest.mark.django_db
@@ -84,19 +86,62 @@ def test_the_rebuild_leaves_out_matches_that_are_over(due_match, make_user):
     assert deadlines.rebuild() == 0
 
 
-def test_the_task_for_a_deadline_acts_once(due_match):
-    seq = due_match.seq
-    assert tasks.expire_match(str(due_match.pk), seq) == "start"
-    assert tasks.expire_match(str(due_match.pk), seq) == "stale"  # redelivered: nothing twice
+def test_two_processes_firing_one_deadline_change_the_match_once(due_match):
+    match_id = str(due_match.pk)
+    now = timekeeping.now_ms()
+    assert scheduler.fire_due([match_id], now) == 1
+    assert scheduler.fire_due([match_id], now) == 0  # the other process came second
     due_match.refresh_from_db()
     assert [e["type"] for e in due_match.record["rounds"][0]["events"]] == ["start"]
+    # Redis now holds the next deadline, the one the database holds.
+    assert sync_redis().zscore(deadlines.DEADLINES_KEY, match_id) == due_match.deadline_ms
 
 
-def test_a_task_that_fires_early_is_scheduled_again(make_user, monkeypatch):
-    scheduled = []
-    monkeypatch.setattr(deadlines, "schedule", lambda *args: scheduled.append(args))
+def test_the_deadline_of_a_match_that_is_gone_is_forgotten_and_blocks_no_other(due_match):
+    gone = "00000000-0000-4000-8000-000000000000"
+    deadlines.remember(gone, 1)
+    assert scheduler.fire_due([gone, str(due_match.pk)], timekeeping.now_ms()) == 1
+    assert sync_redis().zscore(deadlines.DEADLINES_KEY, gone) is None
+
+
+def test_a_deadline_not_yet_due_is_left_and_put_back_in_step(make_user):
     match = services.match_create(
         player0=make_user("ala"), player1=make_user("olek"), now_ms=timekeeping.now_ms()
     )
-    assert tasks.expire_match(str(match.pk), match.seq) == "early"
-    assert scheduled == [(str(match.pk), match.seq, match.deadline_ms)]
+    deadlines.remember(str(match.pk), match.deadline_ms - 10_000)  # Redis out of step
+    assert scheduler.fire_due([str(match.pk)], timekeeping.now_ms()) == 0
+    score = sync_redis().zscore(deadlines.DEADLINES_KEY, str(match.pk))
+    assert score == match.deadline_ms
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_web_process_loop_fires_a_due_deadline_without_any_worker(make_user):
+    match = await database_sync_to_async(
+        lambda: services.match_create(
+            player0=make_user("ala"), player1=make_user("olek"),
+            now_ms=timekeeping.now_ms() - GRACE - 50, clock=engine.ClockConfig(),
+        )
+    )()  # fmt: skip
+    deadlines.remember(str(match.pk), match.deadline_ms)
+    loop = scheduler.ensure_running()
+
+    def started():
+        match.refresh_from_db()
+        return match.seq == 1
+
+    try:
+        await wait_until_async(started, 5)
+    finally:
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+    start = match.record["rounds"][0]["events"][0]
+    assert (start["type"], start["seat"]) == ("start", None)
+
+
+async def wait_until_async(predicate, timeout_s: float):
+    check = database_sync_to_async(predicate)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not await check():
+        assert loop.time() < deadline, "the condition did not come true in time"
+        await asyncio.sleep(0.02)

@@ -329,15 +329,12 @@ def test_a_clock_that_runs_out_while_its_player_is_connected_loses_on_time(table
     assert not TimingFault.objects.exists()  # 20 ms late is within tolerance
 
 
-def test_an_expiry_for_an_older_decision_is_stale(table):
+def test_an_expiry_before_the_deadline_is_early_and_changes_nothing(table):
     table.start()
-    seq = table.match.seq
-    table.decide(after_ms=1_000)
-    assert (
-        services.match_expire(match_id=table.match.pk, now_ms=table.now + 500_000, seq=seq)
-        == "stale"
-    )
-    assert table.match.status == "live"
+    deadline = table.match.deadline_ms
+    assert services.match_expire(match_id=table.match.pk, now_ms=deadline - 1) == "early"
+    table.match.refresh_from_db()
+    assert (table.match.status, table.match.deadline_ms) == ("live", deadline)
 
 
 # --- fairness ------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 from django.conf import settings
 from django.db import connection
 
-from scripts.proc import Supervisor, accepts_connections, free_port, wait_until
+from scripts.proc import Supervisor, accepts_connections, daphne_command, free_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -84,8 +84,7 @@ def start_daphne(supervisor: Supervisor, env: dict[str, str], log_path: Path) ->
     with open(log_path, "ab") as log:
         process = supervisor.start(
             "daphne",
-            [PYTHON, "-m", "daphne", "-b", server.host, "-p", str(server.port),
-             "--websocket-max-message-size", "65536", "config.asgi:application"],
+            daphne_command(server.host, server.port, PYTHON),
             env=env,
             cwd=ROOT,
             stdout=log,
