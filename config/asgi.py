@@ -1,6 +1,7 @@
 """The ASGI application: HTTP through Django, WebSockets through Channels."""
 
 import os
+import sys
 
 from django.core.asgi import get_asgi_application
 
@@ -19,3 +20,12 @@ application = ProtocolTypeRouter(
         "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+
+if "twisted.internet.reactor" in sys.modules:  # served by Daphne
+    from twisted.internet import reactor
+
+    from matches import scheduler
+
+    # Once the event loop runs: this process fires deadlines and beats for the web tier from its
+    # start, not only from its first match socket.
+    reactor.callLater(0, scheduler.ensure_running)

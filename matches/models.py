@@ -101,6 +101,7 @@ class TimingFault(models.Model):
         LATE_TIMEOUT = "late_timeout", "a timeout was processed late"
         LATE_STAMP = "late_stamp", "an arrival was stamped late"
         UNREACHABLE = "unreachable", "the time authority was unreachable"
+        WEB_DOWN = "web_down", "no web process was up while a clock ran"
 
     class Status(models.TextChoices):
         SUSPECTED = "suspected"

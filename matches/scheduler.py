@@ -17,7 +17,7 @@ from channels.db import database_sync_to_async
 
 from config.redis_clients import async_redis
 
-from . import deadlines, services
+from . import deadlines, services, webbeats
 from .models import Match
 
 log = logging.getLogger(__name__)
@@ -25,10 +25,16 @@ log = logging.getLogger(__name__)
 POLL_S = 0.02  # a forfeit reaches its players within a poll of its deadline, plus the write
 BATCH = 200
 REBUILD_EVERY = 50  # polls between checks that Redis still holds the deadline set
-# The authority's time, the deadlines due by it, and whether the set exists, in one round trip.
-_DUE = """
+# In one round trip: the authority's time, this process's beat for the current second
+# (matches/webbeats.py), the deadlines due, and whether the deadline set exists.
+_POLL = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local second = tonumber(t[1])
+redis.call('ZADD', KEYS[2], second, second)
+if second % 60 == 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', second - tonumber(ARGV[2]))
+end
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, ARGV[1])
 return {now, due, redis.call('EXISTS', KEYS[1])}
 """
@@ -51,8 +57,8 @@ def fire_due(match_ids, now_ms: int) -> int:
                 Match.objects.filter(pk=match_id).values_list("deadline_ms", flat=True).first()
             )
             deadlines.remember(match_id, deadline_ms)
-        elif outcome != "command_pending":  # a command stamped in time goes first; next poll
-            acted += 1
+        elif outcome not in ("command_pending", "web_down"):
+            acted += 1  # (a command stamped in time goes first; nobody can act while web is down)
     return acted
 
 
@@ -71,7 +77,9 @@ async def _run() -> None:
     failing = False
     for poll in itertools.count():
         try:
-            now_ms, due, exists = await async_redis().eval(_DUE, 1, deadlines.DEADLINES_KEY, BATCH)
+            now_ms, due, exists = await async_redis().eval(
+                _POLL, 2, deadlines.DEADLINES_KEY, webbeats.BEATS_KEY, BATCH, webbeats.KEEP_S
+            )
             if not exists and poll % REBUILD_EVERY == 0:
                 await rebuild()  # Redis lost it (or no match has a deadline: a cheap query)
             if due:

@@ -21,7 +21,7 @@ from django.utils import timezone as dj_timezone
 
 import engine
 
-from . import broadcast, deadlines, presence, timekeeping
+from . import broadcast, deadlines, presence, timekeeping, webbeats
 from .models import Match, TimingFault
 from .selectors import match_state
 
@@ -222,6 +222,11 @@ def match_expire(*, match_id, now_ms: int) -> str:
             # No clock runs during the wait: the clocks start when Start is pressed.
             kind, command, at_ms = "start", {"type": "start"}, now_ms
         else:
+            web = webbeats.verdict(state.turn_start_ms, match.deadline_ms, now_ms)
+            if web == webbeats.DOWN_NOW:
+                return "web_down"  # nobody can act or reconnect yet: judge it when web is back
+            if web == webbeats.GAP:
+                return _void_for_web_gap(match, state, now_ms)
             # A forfeit counts at the deadline, however late it is processed (RULES §7): the
             # arrival stamps have already decided that no command beat it.
             kind = _expiry_kind(match, state)
@@ -229,6 +234,22 @@ def match_expire(*, match_id, now_ms: int) -> str:
         new_state, events = engine.apply(state, None, command, at_ms)
         _commit_change(match, new_state, events, now_ms)
         return kind
+
+
+def _void_for_web_gap(match: Match, state: engine.MatchState, now_ms: int) -> str:
+    """No web process was up for a stretch of this player's running clock: the service could
+    not hear them (RULES §7). Conclusive evidence: the fault is confirmed and the match voided."""
+    detail = {"turn_start_ms": state.turn_start_ms, "deadline_ms": match.deadline_ms}
+    TimingFault.objects.create(
+        match=match, kind=TimingFault.Kind.WEB_DOWN, detail=detail,
+        status=TimingFault.Status.CONFIRMED, decided_by="auto",
+        decided_at=dj_timezone.now(), last_seen_at=dj_timezone.now(),
+    )  # fmt: skip
+    log.warning("match %s voided: no web process was up while a clock ran (%s)", match.pk, detail)
+    why = f"{TimingFault.Kind.WEB_DOWN.label} ({TimingFault.Kind.WEB_DOWN.value})"
+    new_state, events = engine.apply(state, None, {"type": "void", "why": why}, now_ms)
+    _commit_change(match, new_state, events, now_ms)
+    return "void"
 
 
 # --- voiding and timing faults -------------------------------------------------------------

@@ -5,10 +5,14 @@
 - `daphne_server` (session): a real Daphne on a free port (`.url`, `.ws_url`), test database,
   configured Redis. Use `transactional_db` in tests whose rows the server must see.
 - `celery_worker_process` (session): a real `celery worker --pool=solo` on the configured broker.
+- `private_web_beats` (autouse): the web tier's beats (matches/webbeats.py) that this test
+  process reads are its own, so beats of servers from other tests neither vouch for nor count
+  against the service in a test that injects its own time.
 - `wait_until(predicate, timeout)` lives in tests.support: poll a condition, never sleep blindly.
 """
 
 import os
+import uuid
 
 import pytest
 from django.core.management import call_command
@@ -45,3 +49,17 @@ def celery_worker_process(server_env, tmp_path_factory):
     with Supervisor() as supervisor:
         start_celery_worker(supervisor, server_env, tmp_path_factory.mktemp("celery") / "log")
         yield supervisor.children["celery-worker"]
+
+
+@pytest.fixture(autouse=True)
+def private_web_beats(monkeypatch):
+    from config.redis_clients import sync_redis
+    from matches import webbeats
+
+    key = f"sbo:web:beats:test-{uuid.uuid4().hex}"
+    monkeypatch.setattr(webbeats, "BEATS_KEY", key)
+    yield key
+    try:
+        sync_redis().delete(key)
+    except Exception:  # a test that pointed REDIS_URL at a Redis that is gone
+        pass

@@ -1,0 +1,85 @@
+"""The web tier's beats, and what a forfeit becomes when no web process could hear the player
+(RULES §7: a timing fault of the service voids the match; a forfeit stands otherwise)."""
+
+from config.redis_clients import sync_redis
+from matches import services, webbeats
+from matches.models import TimingFault
+
+from .conftest import T0
+
+S = T0 // 1000  # the tests' start, in seconds
+
+
+def beat(*seconds: int) -> None:
+    sync_redis().zadd(webbeats.BEATS_KEY, {str(s): s for s in seconds})
+
+
+def test_no_beats_at_all_is_no_evidence():
+    assert webbeats.verdict(T0, T0 + 10_000, T0 + 10_000) == webbeats.UNKNOWN
+
+
+def test_a_beat_every_second_is_up():
+    beat(*range(S - 5, S + 11))
+    assert webbeats.verdict(T0, T0 + 10_000, T0 + 10_000) == webbeats.UP
+
+
+def test_a_restart_within_the_tolerance_is_up():
+    beat(*range(S - 5, S + 3), *range(S + 6, S + 11))  # 3 s without a beat
+    assert webbeats.verdict(T0, T0 + 10_000, T0 + 10_000) == webbeats.UP
+
+
+def test_longer_than_the_tolerance_without_a_beat_while_the_clock_ran_is_a_gap():
+    beat(*range(S - 5, S + 3), *range(S + 7, S + 11))  # 4 s without a beat
+    assert webbeats.verdict(T0, T0 + 10_000, T0 + 10_000) == webbeats.GAP
+
+
+def test_a_gap_outside_the_running_clock_does_not_count():
+    beat(*range(S - 20, S - 10), *range(S - 2, S + 11))
+    assert webbeats.verdict(T0, T0 + 10_000, T0 + 10_000) == webbeats.UP
+
+
+def test_an_outage_from_just_before_the_deadline_to_well_after_it_is_a_gap():
+    beat(*range(S - 5, S + 9), *range(S + 20, S + 31))  # down from S+9 to S+20
+    assert webbeats.verdict(T0, T0 + 10_000, T0 + 30_000) == webbeats.GAP
+
+
+def test_no_web_process_up_now_is_down_now():
+    beat(*range(S - 5, S + 5))
+    assert webbeats.verdict(T0, T0 + 10_000, T0 + 10_000) == webbeats.DOWN_NOW
+
+
+def test_beats_lost_before_the_clock_started_are_not_held_against_the_service():
+    beat(*range(S + 4, S + 11))  # Redis lost the earlier ones
+    assert webbeats.verdict(T0, T0 + 10_000, T0 + 10_000) == webbeats.UP
+
+
+def test_a_forfeit_waits_while_no_web_process_is_up(table):
+    table.start()
+    deadline = table.match.deadline_ms
+    beat(*range(S - 5, S + 2))
+    assert services.match_expire(match_id=table.match.pk, now_ms=deadline + 10_000) == "web_down"
+    table.match.refresh_from_db()
+    assert table.match.status == "live"
+    assert not TimingFault.objects.exists()
+
+
+def test_a_clock_that_ran_while_no_web_process_was_up_voids_the_match(table):
+    table.start()
+    deadline = table.match.deadline_ms
+    start_s = T0 // 1000
+    beat(*range(start_s - 5, start_s + 5), *range(deadline // 1000 - 2, deadline // 1000 + 12))
+    assert services.match_expire(match_id=table.match.pk, now_ms=deadline + 10_000) == "void"
+    table.match.refresh_from_db()
+    assert (table.match.status, table.match.winner, table.match.reason) == ("void", None, "void")
+    fault = TimingFault.objects.get()
+    assert (fault.kind, fault.status, fault.decided_by) == ("web_down", "confirmed", "auto")
+    assert [e["type"] for e in table.events()] == ["start", "void"]
+
+
+def test_a_clock_that_ran_while_the_web_tier_was_up_is_forfeited_at_its_deadline(table):
+    table.start()
+    deadline = table.match.deadline_ms
+    beat(*range(T0 // 1000 - 5, deadline // 1000 + 12))
+    assert services.match_expire(match_id=table.match.pk, now_ms=deadline + 10_000) == "abandon"
+    forfeit = table.events()[-1]
+    assert (forfeit["type"], forfeit["at_ms"]) == ("abandon", deadline)
