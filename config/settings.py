@@ -153,6 +153,9 @@ HOTSEAT_REVEAL_GRACE_MS = env_int("HOTSEAT_REVEAL_GRACE_MS", 300_000)
 TIME_JUMP_TOLERANCE_MS = env_int("TIME_JUMP_TOLERANCE_MS", 1_000)
 TIMEOUT_LATE_TOLERANCE_MS = env_int("TIMEOUT_LATE_TOLERANCE_MS", 3_000)
 STAMP_LATE_TOLERANCE_MS = env_int("STAMP_LATE_TOLERANCE_MS", 2_000)
+# A stretch without any web process up that a running clock may overlap before the service
+# counts as having been unable to hear the player (matches/webbeats.py).
+WEB_GAP_TOLERANCE_MS = env_int("WEB_GAP_TOLERANCE_MS", 3_000)
 # One incident (one kind of fault in one match within this window) is one fault, however many
 # commands saw it.
 FAULT_INCIDENT_WINDOW_MS = env_int("FAULT_INCIDENT_WINDOW_MS", 60_000)
