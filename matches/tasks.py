@@ -9,7 +9,7 @@ import time
 from celery import shared_task
 from django.conf import settings
 
-from . import deadlines, scheduler, services, timekeeping
+from . import deadlines, scheduler, services, timekeeping, webbeats
 from .models import TimingFault
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ def recheck_fault(fault_id: int) -> str:
     if fault is None or fault.status != TimingFault.Status.SUSPECTED:
         return "decided"
     if fault.kind == TimingFault.Kind.UNREACHABLE:
-        if _authority_answers() and _incident_ms(fault) < _tolerance_ms("STAMP_LATE_TOLERANCE_MS"):
+        if not _unreachable_for_long(fault):
             services.fault_dismiss(fault_id=fault_id, decided_by="auto")
             return "dismissed"
     elif fault.kind not in CONCLUSIVE_FAULTS and not _authority_disagrees():
@@ -48,14 +48,19 @@ def recheck_fault(fault_id: int) -> str:
     return "confirmed" if fault.status == TimingFault.Status.CONFIRMED else "dismissed"
 
 
-def _tolerance_ms(name: str) -> int:
-    return timekeeping.setting_ms(name, 2_000)
-
-
-def _incident_ms(fault: TimingFault) -> float:
-    """How long the commands of one incident kept seeing the fault."""
-    last = fault.last_seen_at or fault.detected_at
-    return (last - fault.detected_at).total_seconds() * 1000
+def _unreachable_for_long(fault: TimingFault) -> bool:
+    """Was the authority out of reach long enough to matter? It still is; or the commands of the
+    incident kept failing for the tolerance; or the web processes, which read the authority on
+    every poll, could not beat for longer than theirs around the incident."""
+    if not _authority_answers():
+        return True
+    first_ms = fault.detected_at.timestamp() * 1000
+    last_ms = (fault.last_seen_at or fault.detected_at).timestamp() * 1000
+    if last_ms - first_ms >= timekeeping.setting_ms("STAMP_LATE_TOLERANCE_MS", 2_000):
+        return True
+    tolerance_ms = webbeats.tolerance_s() * 1000
+    around = (int(first_ms) - tolerance_ms, int(last_ms) + tolerance_ms)
+    return webbeats.verdict(*around, timekeeping.now_ms()) == webbeats.GAP
 
 
 def _authority_answers() -> bool:

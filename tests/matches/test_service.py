@@ -9,7 +9,7 @@ import pytest
 
 import engine
 from engine.legal import legal_plays, play_command
-from matches import services, tasks
+from matches import services, tasks, timekeeping
 from matches.models import TimingFault
 from matches.selectors import match_record
 from tests.matches.conftest import T0, Table
@@ -444,6 +444,23 @@ def test_an_authority_unreachable_for_longer_than_the_tolerance_voids(table, set
     TimingFault.objects.filter(pk=fault.pk).update(
         last_seen_at=fault.detected_at + timedelta(milliseconds=settings.STAMP_LATE_TOLERANCE_MS)
     )
+    assert tasks.recheck_fault(fault.pk) == "confirmed"
+    table.match.refresh_from_db()
+    assert table.match.status == "void"
+
+
+def test_one_failed_read_during_an_outage_the_web_processes_saw_is_confirmed(table):
+    from config.redis_clients import sync_redis
+    from matches import webbeats
+
+    table.start()
+    fault = report(table)
+    now_s = timekeeping.now_ms() // 1000
+    seen = fault.detected_at - timedelta(seconds=10)
+    TimingFault.objects.filter(pk=fault.pk).update(detected_at=seen, last_seen_at=seen)
+    # The web processes could not beat from 11 to 7 seconds ago: the authority was out of reach.
+    beats = [*range(now_s - 20, now_s - 11), *range(now_s - 6, now_s + 1)]
+    sync_redis().zadd(webbeats.BEATS_KEY, {str(s): s for s in beats})
     assert tasks.recheck_fault(fault.pk) == "confirmed"
     table.match.refresh_from_db()
     assert table.match.status == "void"
