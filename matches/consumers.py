@@ -121,10 +121,11 @@ class MatchConsumer(GuardedJsonConsumer):
             await self.send_error(content, "busy", "the server is busy; send it again")
             return
         except RedisError as exc:
-            await _report_fault(self.match_id, TimingFault.Kind.UNREACHABLE, {"error": repr(exc)})
+            # Answer first: recording the fault may wait for the very Redis that failed.
             await self.send_error(
                 content, "time_unavailable", "the server cannot read its clock; send it again"
             )
+            await _report_fault(self.match_id, TimingFault.Kind.UNREACHABLE, {"error": repr(exc)})
             return
         try:
             await self._watch_time(arrival)

@@ -1,0 +1,148 @@
+"""Our own parts failing during live matches, with real processes (Daphne, a Celery worker,
+redis-server): a player loses only by the rules, never because a process of ours failed.
+
+Each test runs on a Redis of its own (``broker_redis``), which the test process uses too, so the
+web processes' beats and the deadline set are this test's alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+import engine
+from config.env import redis_channel_layers
+from config.redis_clients import reset_clients
+from matches import services, tasks, timekeeping, webbeats
+from matches.botclient import MatchClient
+from matches.models import Match, TimingFault
+from matches.selectors import match_record
+from scripts.proc import Supervisor, wait_until
+from tests.matches.conftest import FAST
+from tests.support.servers import start_daphne
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def own_redis(broker_redis, settings, monkeypatch):
+    """The test process on the test's Redis, the real key for the web beats."""
+    settings.REDIS_URL = broker_redis.url
+    settings.CHANNEL_LAYERS = redis_channel_layers(broker_redis.url)
+    monkeypatch.setattr(webbeats, "BEATS_KEY", "sbo:web:beats")
+    reset_clients()
+    yield broker_redis
+    reset_clients()
+
+
+@pytest.fixture
+def web_env(fault_env):
+    return {**fault_env, **FAST}
+
+
+def players():
+    users = [get_user_model().objects.create_user(f"p{seat}") for seat in (0, 1)]
+    cookies = []
+    for user in users:
+        client = Client()
+        client.force_login(user)
+        cookies.append(client.cookies["sessionid"].value)
+    return users, cookies
+
+
+def audited(match: Match) -> dict:
+    match.refresh_from_db()
+    record = json.loads(json.dumps(match_record(match)))
+    assert engine.audit(record)[1] == []
+    return record
+
+
+def test_with_no_worker_a_clock_that_runs_out_is_forfeited_at_its_deadline(
+    own_redis, web_env, tmp_path, settings
+):
+    settings.START_GRACE_MS = 60_000
+    users, cookies = players()
+    match = services.match_create(
+        player0=users[0], player1=users[1], now_ms=timekeeping.now_ms(),
+        clock=engine.ClockConfig(bank_ms=1_500, delay_ms=300),
+    )  # fmt: skip
+    with Supervisor() as web:  # a web process, and no worker or beat at all
+        server = start_daphne(web, web_env, tmp_path / "daphne.log")
+
+        async def scenario():
+            seats = [
+                await MatchClient.connect(server.url, match.pk, sessionid=c, name=f"s{i}")
+                for i, c in enumerate(cookies)
+            ]
+            await seats[0].wait_for(lambda c: c.state is not None)
+            starter = seats[seats[0].state["starter"]]
+            await starter.command({"type": "start"})
+            for client in seats:  # nobody acts: the web process fires the forfeit
+                await client.wait_for(lambda c: c.over, 10)
+                await client.close()
+
+        asyncio.run(scenario())
+    record = audited(match)
+    forfeit = record["rounds"][-1]["events"][-1]
+    assert (forfeit["type"], match.reason) == ("timeout", "time")
+    assert forfeit["at_ms"] == _deadline_of(record)
+    assert not TimingFault.objects.exists()
+
+
+def _deadline_of(record: dict) -> int:
+    """The deadline of the decision the forfeit ended: its turn's start plus delay and bank."""
+    events = [e for r in record["rounds"] for e in r["events"]]
+    start = events[-2]
+    clock = record["clock"]
+    return start["at_ms"] + clock["delay_ms"] + clock["bank_ms"]
+
+
+def test_a_clock_that_ran_while_no_web_process_was_up_voids_the_match(
+    own_redis, web_env, tmp_path, settings
+):
+    settings.START_GRACE_MS = 60_000
+    users, cookies = players()
+    match = services.match_create(
+        player0=users[0], player1=users[1], now_ms=timekeeping.now_ms(),
+        clock=engine.ClockConfig(bank_ms=2_000, delay_ms=500),
+    )  # fmt: skip
+    with Supervisor() as first:
+        server = start_daphne(first, web_env, tmp_path / "daphne-1.log")
+
+        async def start_then_lose_the_web_tier():
+            seats = [
+                await MatchClient.connect(server.url, match.pk, sessionid=c, name=f"s{i}")
+                for i, c in enumerate(cookies)
+            ]
+            await seats[0].wait_for(lambda c: c.state is not None)
+            await seats[seats[0].state["starter"]].command({"type": "start"})
+            first.children["daphne"].send_signal(signal.SIGKILL)  # the only web process
+            for client in seats:
+                client._closing = True  # these clients do not come back
+            return seats
+
+        asyncio.run(start_then_lose_the_web_tier())
+    match.refresh_from_db()
+    deadline = match.deadline_ms
+    outage_ms = webbeats.tolerance_s() * 1000 + 2_000
+    wait_until(lambda: timekeeping.now_ms() > deadline + outage_ms, 15, message="an outage")
+    # The backstop sweeper (a worker) finds the deadline passed, but nobody could have acted.
+    tasks.sweep_deadlines()
+    match.refresh_from_db()
+    assert match.status == Match.Status.LIVE
+    # The web tier comes back: its first poll judges the deadline, and the outage voids.
+    with Supervisor() as second:
+        start_daphne(second, web_env, tmp_path / "daphne-2.log")
+        wait_until(
+            lambda: Match.objects.get(pk=match.pk).is_over, 15, message="the match to be decided"
+        )
+    record = audited(match)
+    assert (match.status, match.winner, match.reason) == ("void", None, "void")
+    assert record["rounds"][-1]["events"][-1]["type"] == "void"
+    fault = TimingFault.objects.get(match=match)
+    assert (fault.kind, fault.status) == ("web_down", "confirmed")
