@@ -28,6 +28,8 @@ from tests.support.servers import start_daphne
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
+FREEZE_S = 5.0  # how long Redis stays frozen (SIGSTOP, then SIGCONT)
+
 
 @pytest.fixture
 def own_redis(broker_redis, settings, monkeypatch):
@@ -146,3 +148,57 @@ def test_a_clock_that_ran_while_no_web_process_was_up_voids_the_match(
     assert record["rounds"][-1]["events"][-1]["type"] == "void"
     fault = TimingFault.objects.get(match=match)
     assert (fault.kind, fault.status) == ("web_down", "confirmed")
+
+
+def test_a_frozen_redis_closes_no_socket_answers_every_command_and_voids_the_running_clock(
+    own_redis, web_env, tmp_path, settings, probe_app
+):
+    from tests.faults.conftest import start_worker
+
+    settings.START_GRACE_MS = 60_000
+    users, cookies = players()
+    match = services.match_create(
+        player0=users[0], player1=users[1], now_ms=timekeeping.now_ms(),
+        clock=engine.ClockConfig(bank_ms=60_000, delay_ms=5_000),
+    )  # fmt: skip
+    with Supervisor() as web, Supervisor() as worker:
+        server = start_daphne(web, web_env, tmp_path / "daphne.log")
+        start_worker(worker, web_env, tmp_path / "worker.log", probe_app)
+
+        async def scenario():
+            seats = [
+                await MatchClient.connect(server.url, match.pk, sessionid=c, name=f"s{i}")
+                for i, c in enumerate(cookies)
+            ]
+            await seats[0].wait_for(lambda c: c.state is not None)
+            starter = seats[seats[0].state["starter"]]
+            assert (await starter.command({"type": "start"}))["type"] == "ack"
+            await starter.wait_for(lambda c: c.view["clock"]["running"])
+            loop = asyncio.get_running_loop()
+            frozen_at = loop.time()
+            own_redis.process.send_signal(signal.SIGSTOP)
+            try:  # a resign is any player's at any moment: it would end the match if taken
+                during = await starter.command({"type": "resign"}, timeout=15)
+                await asyncio.sleep(max(0.0, FREEZE_S - (loop.time() - frozen_at)))
+            finally:
+                own_redis.process.send_signal(signal.SIGCONT)
+            pongs = []
+            for client in seats:  # both sockets are still open and answer
+                await client.send({"type": "ping", "t": 1})
+                pongs.append(await client.wait_for(lambda c: c.messages[-1]["type"] == "pong", 15))
+            for client in seats:
+                await client.wait_for(lambda c: c.over, 20)
+            closed = [client.closed for client in seats]
+            for client in seats:
+                await client.close()
+            return during, pongs, closed
+
+        during, pongs, closed = asyncio.run(scenario())
+    assert during["type"] == "error" and during["code"] in ("time_unavailable", "unavailable")
+    assert closed == [False, False] and all(pongs)
+    record = audited(match)
+    # The service could not stamp a command while a clock ran: a fault of the service (RULES §7).
+    assert (match.status, match.reason) == ("void", "void")
+    assert [e["type"] for r in record["rounds"] for e in r["events"]] == ["start", "void"]
+    fault = TimingFault.objects.get(match=match)
+    assert (fault.kind, fault.status) == ("unreachable", "confirmed")
