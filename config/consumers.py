@@ -13,6 +13,9 @@ class EchoConsumer(GuardedJsonConsumer):
         self.group = f"echo.{self.channel_name.replace('!', '.')}"
         await self.channel_layer.group_add(self.group, self.channel_name)
 
+    def joined_groups(self) -> list[str]:
+        return [self.group]
+
     async def closing(self):
         await self.channel_layer.group_discard(self.group, self.channel_name)
 

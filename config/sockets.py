@@ -172,16 +172,14 @@ class ConnectionCaps:
             return True
         return int(refused) == 0
 
-    async def keep(self) -> None:
-        """Confirm this socket every REFRESH_S until cancelled."""
-        while True:
-            await asyncio.sleep(self.REFRESH_S)
-            try:
-                client = async_redis()
-                for key in self.limits:
-                    await client.zadd(key, {self.channel_name: wall_ms()}, xx=True)
-            except RedisError:
-                pass  # counted until stale: a process that cannot reach Redis keeps its place
+    async def confirm(self) -> None:
+        """This socket is still open (called every REFRESH_S)."""
+        try:
+            client = async_redis()
+            for key in self.limits:
+                await client.zadd(key, {self.channel_name: wall_ms()}, xx=True)
+        except RedisError:
+            pass  # counted until stale: a process that cannot reach Redis keeps its place
 
     async def release(self) -> None:
         try:
@@ -237,7 +235,7 @@ class GuardedJsonConsumer(AsyncWebsocketConsumer):
             await self.send_error({}, "too_many_connections", "too many open connections")
             await self.close(code=CLOSE_TOO_MANY_CONNECTIONS)
             return
-        self.keeper = asyncio.ensure_future(self.caps.keep())
+        self.keeper = asyncio.ensure_future(self._keep())
         self.bucket = self.budget()
         self.admitted = True
         try:
@@ -256,6 +254,19 @@ class GuardedJsonConsumer(AsyncWebsocketConsumer):
 
     async def disconnect(self, code):
         await self._finish()
+
+    async def _keep(self) -> None:
+        """Every REFRESH_S while open: confirm this socket's place under the caps, and join its
+        groups again (a Redis that lost its data lost the groups too, and with them every
+        broadcast to this socket)."""
+        while True:
+            await asyncio.sleep(ConnectionCaps.REFRESH_S)
+            await self.caps.confirm()
+            try:
+                for group in self.joined_groups():
+                    await self.channel_layer.group_add(group, self.channel_name)
+            except RedisError:
+                pass  # joined again on the next round
 
     async def _finish(self) -> None:
         if getattr(self, "finished", True):
@@ -333,6 +344,10 @@ class GuardedJsonConsumer(AsyncWebsocketConsumer):
 
     def budget(self) -> TokenBucket:
         return TokenBucket.for_connections()
+
+    def joined_groups(self) -> list[str]:
+        """The channel-layer groups this socket belongs to (joined in ``opened``)."""
+        return []
 
     def error_message(self, content: dict, code: str, text: str) -> dict:
         return {"type": "error", "code": code, "message": text}

@@ -86,6 +86,9 @@ class LobbyConsumer(GuardedJsonConsumer):
         await self._seen()
         await self._send_snapshot()
 
+    def joined_groups(self) -> list[str]:
+        return self.groups_joined
+
     async def closing(self):
         for group in self.groups_joined:
             await self.channel_layer.group_discard(group, self.channel_name)

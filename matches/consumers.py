@@ -66,6 +66,9 @@ class MatchConsumer(GuardedJsonConsumer):
     def _group(self) -> str:
         return broadcast.group_name(self.match_id, self.audience)
 
+    def joined_groups(self) -> list[str]:
+        return [self._group()]
+
     async def handle(self, content: dict) -> None:
         kind = content.get("type")
         if kind not in READS and not self.seats:

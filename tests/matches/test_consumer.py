@@ -92,3 +92,21 @@ async def test_a_broadcast_in_order_is_forwarded_as_it_is():
     await get_channel_layer().group_send(broadcast.group_name(match.pk, 1), message)
     assert await seat1.receive_json_from(timeout=TIMEOUT_S) == message["payload"]
     await seat1.disconnect()
+
+
+async def test_a_socket_joins_its_group_again_after_redis_lost_it(monkeypatch):
+    from config.sockets import ConnectionCaps
+
+    monkeypatch.setattr(ConnectionCaps, "REFRESH_S", 0.05)
+    match = await new_match()
+    seat0 = await connect(match, await database_sync_to_async(lambda: match.player0)())
+    group = broadcast.group_name(match.pk, 0)
+    layer = get_channel_layer()
+    sync_redis().delete(layer._group_key(group))  # as if Redis had restarted empty
+    message = forged_broadcast(1, 1)
+    for _ in range(100):  # until the socket is back in its group
+        await layer.group_send(group, message)
+        if not await seat0.receive_nothing(timeout=0.1):
+            break
+    assert await seat0.receive_json_from(timeout=TIMEOUT_S) == message["payload"]
+    await seat0.disconnect()
