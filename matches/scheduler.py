@@ -75,7 +75,10 @@ async def _run() -> None:
     fire = database_sync_to_async(fire_due)
     rebuild = database_sync_to_async(deadlines.rebuild)
     failing = False
+    me = asyncio.current_task()
     for poll in itertools.count():
+        if me.cancelling():  # a cancel that a library swallowed still ends the loop
+            return
         try:
             now_ms, due, exists = await async_redis().eval(
                 _POLL, 2, deadlines.DEADLINES_KEY, webbeats.BEATS_KEY, BATCH, webbeats.KEEP_S
