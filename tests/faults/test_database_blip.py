@@ -5,20 +5,16 @@ resumes with the same command. PostgreSQL only (CI runs the suite on it)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.db import connection
-from django.test import Client
 
 import engine
-from matches import services, timekeeping
-from matches.botclient import MatchClient, choose
+from matches.botclient import choose
 from matches.models import Match
-from matches.selectors import match_record
 from scripts.proc import Supervisor
+from tests.faults.play import audited, new_match, seated, started
 from tests.support.servers import start_daphne
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -57,17 +53,7 @@ def set_connections(allowed: bool, keep_pid: int) -> None:
 def test_a_database_outage_mid_match_is_answered_and_play_resumes(
     postgresql, server_env, tmp_path, settings
 ):
-    settings.START_GRACE_MS = 60_000
-    users = [get_user_model().objects.create_user(f"db{seat}") for seat in (0, 1)]
-    cookies = []
-    for user in users:
-        client = Client()
-        client.force_login(user)
-        cookies.append(client.cookies["sessionid"].value)
-    match = services.match_create(
-        player0=users[0], player1=users[1], now_ms=timekeeping.now_ms(),
-        clock=engine.ClockConfig(bank_ms=60_000, delay_ms=5_000),
-    )  # fmt: skip
+    match, cookies = new_match(settings, engine.ClockConfig(bank_ms=60_000, delay_ms=5_000))
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
@@ -76,13 +62,8 @@ def test_a_database_outage_mid_match_is_answered_and_play_resumes(
         server = start_daphne(web, server_env, tmp_path / "daphne.log")
 
         async def scenario():
-            seats = [
-                await MatchClient.connect(server.url, match.pk, sessionid=c, name=f"s{i}")
-                for i, c in enumerate(cookies)
-            ]
-            await seats[0].wait_for(lambda c: c.state is not None)
-            starter = seats[seats[0].state["starter"]]
-            assert (await starter.command({"type": "start"}))["type"] == "ack"
+            seats = await seated(server.url, match, cookies)
+            starter = await started(seats)
             await starter.wait_for(lambda c: c.view["to_act"] is not None, 10)
             mover = seats[starter.view["to_act"]]
             await mover.wait_for(lambda c: c.my_turn(), 10)
@@ -102,9 +83,7 @@ def test_a_database_outage_mid_match_is_answered_and_play_resumes(
         during, after, mover_seat = asyncio.run(scenario())
     assert (during["type"], during["code"]) == ("error", "unavailable")
     assert (after["type"], after["duplicate"]) == ("ack", False)
-    match.refresh_from_db()
-    record = json.loads(json.dumps(match_record(match)))
-    assert engine.audit(record)[1] == []
+    record = audited(match)
     made = [
         (e["type"], e["seat"]) for r in record["rounds"] for e in r["events"] if not e.get("auto")
     ]

@@ -8,21 +8,17 @@ web processes' beats and the deadline set are this test's alone.
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.test import Client
 
 import engine
 from config.env import redis_channel_layers
 from config.redis_clients import reset_clients
-from matches import services, tasks, timekeeping, webbeats
-from matches.botclient import MatchClient
+from matches import tasks, timekeeping, webbeats
 from matches.models import Match, TimingFault
-from matches.selectors import match_record
 from scripts.proc import Supervisor, wait_until
+from tests.faults.play import audited, new_match, seated, started
 from tests.matches.conftest import FAST
 from tests.support.servers import start_daphne
 
@@ -47,43 +43,16 @@ def web_env(fault_env):
     return {**fault_env, **FAST}
 
 
-def players():
-    users = [get_user_model().objects.create_user(f"p{seat}") for seat in (0, 1)]
-    cookies = []
-    for user in users:
-        client = Client()
-        client.force_login(user)
-        cookies.append(client.cookies["sessionid"].value)
-    return users, cookies
-
-
-def audited(match: Match) -> dict:
-    match.refresh_from_db()
-    record = json.loads(json.dumps(match_record(match)))
-    assert engine.audit(record)[1] == []
-    return record
-
-
 def test_with_no_worker_a_clock_that_runs_out_is_forfeited_at_its_deadline(
     own_redis, web_env, tmp_path, settings
 ):
-    settings.START_GRACE_MS = 60_000
-    users, cookies = players()
-    match = services.match_create(
-        player0=users[0], player1=users[1], now_ms=timekeeping.now_ms(),
-        clock=engine.ClockConfig(bank_ms=1_500, delay_ms=300),
-    )  # fmt: skip
+    match, cookies = new_match(settings, engine.ClockConfig(bank_ms=1_500, delay_ms=300))
     with Supervisor() as web:  # a web process, and no worker or beat at all
         server = start_daphne(web, web_env, tmp_path / "daphne.log")
 
         async def scenario():
-            seats = [
-                await MatchClient.connect(server.url, match.pk, sessionid=c, name=f"s{i}")
-                for i, c in enumerate(cookies)
-            ]
-            await seats[0].wait_for(lambda c: c.state is not None)
-            starter = seats[seats[0].state["starter"]]
-            await starter.command({"type": "start"})
+            seats = await seated(server.url, match, cookies)
+            await started(seats)
             for client in seats:  # nobody acts: the web process fires the forfeit
                 await client.wait_for(lambda c: c.over, 10)
                 await client.close()
@@ -107,22 +76,13 @@ def _deadline_of(record: dict) -> int:
 def test_a_clock_that_ran_while_no_web_process_was_up_voids_the_match(
     own_redis, web_env, tmp_path, settings
 ):
-    settings.START_GRACE_MS = 60_000
-    users, cookies = players()
-    match = services.match_create(
-        player0=users[0], player1=users[1], now_ms=timekeeping.now_ms(),
-        clock=engine.ClockConfig(bank_ms=2_000, delay_ms=500),
-    )  # fmt: skip
+    match, cookies = new_match(settings, engine.ClockConfig(bank_ms=2_000, delay_ms=500))
     with Supervisor() as first:
         server = start_daphne(first, web_env, tmp_path / "daphne-1.log")
 
         async def start_then_lose_the_web_tier():
-            seats = [
-                await MatchClient.connect(server.url, match.pk, sessionid=c, name=f"s{i}")
-                for i, c in enumerate(cookies)
-            ]
-            await seats[0].wait_for(lambda c: c.state is not None)
-            await seats[seats[0].state["starter"]].command({"type": "start"})
+            seats = await seated(server.url, match, cookies)
+            await started(seats)
             first.children["daphne"].send_signal(signal.SIGKILL)  # the only web process
             for client in seats:
                 client._closing = True  # these clients do not come back
@@ -155,25 +115,14 @@ def test_a_frozen_redis_closes_no_socket_answers_every_command_and_voids_the_run
 ):
     from tests.faults.conftest import start_worker
 
-    settings.START_GRACE_MS = 60_000
-    users, cookies = players()
-    match = services.match_create(
-        player0=users[0], player1=users[1], now_ms=timekeeping.now_ms(),
-        clock=engine.ClockConfig(bank_ms=60_000, delay_ms=5_000),
-    )  # fmt: skip
+    match, cookies = new_match(settings, engine.ClockConfig(bank_ms=60_000, delay_ms=5_000))
     with Supervisor() as web, Supervisor() as worker:
         server = start_daphne(web, web_env, tmp_path / "daphne.log")
         start_worker(worker, web_env, tmp_path / "worker.log", probe_app)
 
         async def scenario():
-            seats = [
-                await MatchClient.connect(server.url, match.pk, sessionid=c, name=f"s{i}")
-                for i, c in enumerate(cookies)
-            ]
-            await seats[0].wait_for(lambda c: c.state is not None)
-            starter = seats[seats[0].state["starter"]]
-            assert (await starter.command({"type": "start"}))["type"] == "ack"
-            await starter.wait_for(lambda c: c.view["clock"]["running"])
+            seats = await seated(server.url, match, cookies)
+            starter = await started(seats)
             loop = asyncio.get_running_loop()
             frozen_at = loop.time()
             own_redis.process.send_signal(signal.SIGSTOP)

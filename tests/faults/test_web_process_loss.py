@@ -9,21 +9,17 @@ No move is lost or applied twice, and the record replays through the rules.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import random
 import signal
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.test import Client
 
 import engine
-from matches import services, timekeeping
-from matches.botclient import MatchClient, play_match
+from matches.botclient import play_match
 from matches.models import Match, TimingFault
-from matches.selectors import match_record
 from scripts.proc import Supervisor
+from tests.faults.play import audited, new_match, seated
 from tests.matches.conftest import FAST
 from tests.support.servers import server_environment, start_celery_worker, start_daphne
 
@@ -44,29 +40,15 @@ def two_web_processes(django_db_blocker, tmp_path):
         yield doomed, survivor, first.children["daphne"]
 
 
-def session_cookie(user) -> str:
-    client = Client()
-    client.force_login(user)
-    return client.cookies["sessionid"].value
-
-
 def test_players_of_a_killed_web_process_reconnect_to_another_and_finish(
     two_web_processes, settings
 ):
     doomed, survivor, doomed_process = two_web_processes
-    settings.START_GRACE_MS = 60_000
-    users = [get_user_model().objects.create_user(f"web{seat}") for seat in (0, 1)]
-    match = services.match_create(
-        player0=users[0], player1=users[1], now_ms=timekeeping.now_ms(), clock=ROOMY
-    )
-    cookies = [session_cookie(user) for user in users]
+    match, cookies = new_match(settings, ROOMY)
 
     async def scenario():
-        urls = [doomed.url, survivor.url]  # each client tries the first, then the next
-        seats = [
-            await MatchClient.connect(urls, match.pk, sessionid=cookies[seat], name=f"seat{seat}")
-            for seat in (0, 1)
-        ]
+        # Each client tries the first web process, then the next.
+        seats = await seated([doomed.url, survivor.url], match, cookies)
         games = [
             asyncio.create_task(
                 play_match(client, strategy="greedy", rng=random.Random(seat), timeout=60)
@@ -82,12 +64,10 @@ def test_players_of_a_killed_web_process_reconnect_to_another_and_finish(
         return seats
 
     seats = asyncio.run(scenario())
-    match.refresh_from_db()
+    record = audited(match)
     assert match.status == Match.Status.FINISHED and match.reason != "void"
     assert all(client.reconnects >= 1 for client in seats), "both went through the second"
     assert not TimingFault.objects.filter(match=match).exists()
-    record = json.loads(json.dumps(match_record(match)))
-    assert engine.audit(record)[1] == []
     # Every decision a player made was applied once: as many acks (not duplicates) as the
     # record has events of that seat's own making.
     events = [e for r in record["rounds"] for e in r["events"]]

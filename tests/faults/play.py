@@ -1,0 +1,58 @@
+"""A match between two players for the fault tests, played through real web processes."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+import engine
+from matches import services, timekeeping
+from matches.botclient import MatchClient
+from matches.models import Match
+from matches.selectors import match_record
+
+
+def new_match(settings, clock: engine.ClockConfig) -> tuple[Match, list[str]]:
+    """A match with nobody pressed to Start (the grace is long), and its players' session
+    cookies, seat by seat."""
+    settings.START_GRACE_MS = 60_000
+    users = [get_user_model().objects.create_user(f"player{seat}") for seat in (0, 1)]
+    cookies = []
+    for user in users:
+        client = Client()
+        client.force_login(user)
+        cookies.append(client.cookies["sessionid"].value)
+    match = services.match_create(
+        player0=users[0], player1=users[1], now_ms=timekeeping.now_ms(), clock=clock
+    )
+    return match, cookies
+
+
+async def seated(urls, match: Match, cookies: list[str]) -> list[MatchClient]:
+    """Both players connected (to the first of ``urls`` that answers), each with the state."""
+    seats = [
+        await MatchClient.connect(urls, match.pk, sessionid=cookie, name=f"seat{seat}")
+        for seat, cookie in enumerate(cookies)
+    ]
+    for client in seats:
+        await client.wait_for(lambda c: c.state is not None)
+    return seats
+
+
+async def started(seats: list[MatchClient]) -> MatchClient:
+    """Start pressed by the player whose clock it starts; returns that player's client."""
+    starter = seats[seats[0].state["starter"]]
+    ack = await starter.command({"type": "start"})
+    assert ack["type"] == "ack", ack
+    await starter.wait_for(lambda c: c.view["clock"]["running"])
+    return starter
+
+
+def audited(match: Match) -> dict:
+    """The match's record, refreshed, after checking that it replays through the rules."""
+    match.refresh_from_db()
+    record = json.loads(json.dumps(match_record(match)))
+    assert engine.audit(record)[1] == []
+    return record
