@@ -16,6 +16,7 @@ import logging
 import re
 from urllib.parse import urlsplit
 
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.security.websocket import WebsocketDenier
 from django.conf import settings
@@ -25,7 +26,7 @@ from redis.exceptions import RedisError
 
 from config.presence import wall_ms
 from config.ratelimit import TokenBucket
-from config.redis_clients import async_redis
+from config.redis_clients import PoolBusy, async_redis
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +37,9 @@ CLOSE_TOO_LARGE = 4413
 CLOSE_TOO_MANY_CONNECTIONS = 4429
 CLOSE_TRY_LATER = 4503
 
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKETS = re.compile(r"[\[\]{}]")
+# Every character that can matter to nesting: brackets, quotes, and the backslash, which may
+# escape the character after it (and only the character right after it, so "\\x" is kept).
+_STRUCTURE = re.compile(r'[\[\]{}"]|\\.', re.DOTALL)
 
 
 class BadFrame(Exception):
@@ -53,15 +55,14 @@ class BadFrame(Exception):
 
 
 def _normalised(origin: str) -> str | None:
-    parts = urlsplit(origin.strip().lower())
+    try:
+        parts = urlsplit(origin.strip().lower())
+        port = parts.port
+    except ValueError:  # "http://[::1", a port that is not a number
+        return None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return None
-    default_port = 443 if parts.scheme == "https" else 80
-    try:
-        port = parts.port or default_port
-    except ValueError:
-        return None
-    return f"{parts.scheme}://{parts.hostname}:{port}"
+    return f"{parts.scheme}://{parts.hostname}:{port or (443 if parts.scheme == 'https' else 80)}"
 
 
 def origin_allowed(scope) -> bool:
@@ -97,12 +98,22 @@ class SameOriginValidator:
 
 
 def json_depth(text: str) -> int:
-    """How deeply the arrays and objects of ``text`` nest, found without parsing (and so without
-    the parser's recursion, which a deep frame would exhaust)."""
+    """How deeply the arrays and objects of ``text`` nest, found in one linear pass without
+    parsing (and so without the parser's recursion, which a deep frame would exhaust)."""
     depth = deepest = 0
-    for bracket in _BRACKETS.findall(_JSON_STRING.sub("", text)):
-        depth += 1 if bracket in "[{" else -1
-        deepest = max(deepest, depth)
+    in_string = False
+    for token in _STRUCTURE.findall(text):
+        if len(token) == 2:
+            continue  # an escape: the character after the backslash is not structure
+        if token == '"':
+            in_string = not in_string
+        elif in_string:
+            continue
+        elif token in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
     return deepest
 
 
@@ -157,9 +168,18 @@ class ConnectionCaps:
         if user_id is not None:
             self.limits[f"sbo:sockets:user:{user_id}"] = settings.WS_MAX_CONNECTIONS_PER_USER
 
+    _CONFIRM = """
+    for _, key in ipairs(KEYS) do
+      redis.call('ZADD', key, 'XX', ARGV[1], ARGV[2])
+      redis.call('PEXPIRE', key, ARGV[3])
+    end
+    """
+
     async def admit(self) -> bool:
         """Count this socket in, unless a cap is reached. A Redis that cannot answer lets it in:
-        the caps protect the service, and refusing everyone would be the outage itself."""
+        the caps protect the service, and refusing everyone would be the outage itself. A busy
+        pool (PoolBusy) is raised: this process is overloaded, and the socket should come back
+        later."""
         if not self.limits:
             return True
         try:
@@ -167,17 +187,23 @@ class ConnectionCaps:
                 self._ADMIT, len(self.limits), *self.limits, wall_ms(), self.STALE_MS,
                 self.channel_name, *self.limits.values(),
             )  # fmt: skip
+        except PoolBusy:
+            raise
         except RedisError as error:
             log.warning("connection caps not checked (Redis: %r)", error)
             return True
         return int(refused) == 0
 
     async def confirm(self) -> None:
-        """This socket is still open (called every REFRESH_S)."""
+        """This socket is still open (called every REFRESH_S): its score and its sets' expiry
+        move on together, so a set of long-lived sockets never expires under them."""
+        if not self.limits:
+            return
         try:
-            client = async_redis()
-            for key in self.limits:
-                await client.zadd(key, {self.channel_name: wall_ms()}, xx=True)
+            await async_redis().eval(
+                self._CONFIRM, len(self.limits), *self.limits,
+                wall_ms(), self.channel_name, self.STALE_MS,
+            )  # fmt: skip
         except RedisError:
             pass  # counted until stale: a process that cannot reach Redis keeps its place
 
@@ -230,7 +256,14 @@ class GuardedJsonConsumer(AsyncWebsocketConsumer):
             client[0], user.pk if user is not None and user.is_authenticated else None,
             self.channel_name,
         )  # fmt: skip
-        if not await self.caps.admit():
+        try:
+            admitted = await self.caps.admit()
+        except PoolBusy:
+            self.caps = None
+            await self.send_error({}, "busy", "the server is busy; connect again shortly")
+            await self.close(code=CLOSE_TRY_LATER)
+            return
+        if not admitted:
             self.caps = None
             await self.send_error({}, "too_many_connections", "too many open connections")
             await self.close(code=CLOSE_TOO_MANY_CONNECTIONS)
@@ -251,6 +284,15 @@ class GuardedJsonConsumer(AsyncWebsocketConsumer):
             await super().__call__(scope, receive, send)
         finally:
             await self._finish()
+
+    async def dispatch(self, message):
+        """Any handler's failure (a group message's too) is logged, never a 1011 close."""
+        try:
+            await super().dispatch(message)
+        except StopConsumer:
+            raise
+        except Exception:
+            self._log_failure(message.get("type", "a message"))
 
     async def disconnect(self, code):
         await self._finish()
@@ -285,6 +327,8 @@ class GuardedJsonConsumer(AsyncWebsocketConsumer):
                 self._log_failure("closing")
 
     async def receive(self, text_data=None, bytes_data=None):
+        if not self.admitted:
+            return  # a refused socket, closing: nothing it sends is read
         content: dict = {}
         try:
             if not self.bucket.allow(_monotonic_ms()):
@@ -324,7 +368,7 @@ class GuardedJsonConsumer(AsyncWebsocketConsumer):
     def _log_failure(self, where: str) -> None:
         """The first failure of a connection is logged with its traceback; later ones are only
         counted (a client repeating a frame that trips a bug must not flood the log)."""
-        self.failures += 1
+        self.failures = getattr(self, "failures", 0) + 1
         if self.failures == 1:
             log.exception("%s failed in %s", type(self).__name__, where)
 

@@ -1,6 +1,8 @@
 """The shared guard of every WebSocket (config/sockets.py) and the Redis pools behind it."""
 
+import asyncio
 import json
+import random
 
 import pytest
 import redis
@@ -21,6 +23,8 @@ from config.sockets import BadFrame, json_depth, origin_allowed, parse_frame
         ('{"s": "a \\" [[[[ b"}', 1),  # nor after an escaped quote
         ("[" * 1000 + "]" * 1000, 1000),
         ("7", 0),
+        ('"\\' * 1365, 0),  # quotes and backslashes: one pass, however they alternate
+        ('{"a": "\\\\"}', 1),  # an escaped backslash does not escape the closing quote
     ],
 )
 def test_nesting_is_measured_without_parsing(text, depth):
@@ -80,6 +84,8 @@ def scope(origin: str | None, host: str = "localhost:8000", scheme: str = "ws") 
         ("https://localhost:8000", False),  # another scheme
         ("http://evil.example:8000", False),
         ("null", False),
+        ("http://[::1", False),  # not even a URL
+        ("http://localhost:port", False),
         ("", False),
         (None, False),
     ],
@@ -148,3 +154,21 @@ async def test_a_busy_async_pool_answers_pool_busy_and_a_dead_redis_does_not(tin
     with pytest.raises(redis.exceptions.ConnectionError) as down:
         await redis_clients.async_redis().ping()
     assert not isinstance(down.value, PoolBusy)
+
+
+async def test_a_socket_kept_open_keeps_its_place_under_the_cap_for_longer_than_the_stale_time(
+    settings, monkeypatch
+):
+    from config.sockets import ConnectionCaps
+
+    settings.WS_MAX_CONNECTIONS_PER_ADDRESS, settings.WS_MAX_CONNECTIONS_PER_USER = 1, 1
+    monkeypatch.setattr(ConnectionCaps, "STALE_MS", 300)
+    address = f"203.0.113.{random.randint(1, 250)}"  # an address of this run alone
+    first = ConnectionCaps(address, None, "first-socket")
+    assert await first.admit()
+    for _ in range(4):  # confirmed every 100 ms for 400 ms: its set must not expire under it
+        await asyncio.sleep(0.1)
+        await first.confirm()
+    assert not await ConnectionCaps(address, None, "second-socket").admit()
+    await first.release()
+    assert await ConnectionCaps(address, None, "third-socket").admit()
