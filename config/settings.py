@@ -123,6 +123,10 @@ CELERY_RESULT_BACKEND = REDIS_URL
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Retry a lost broker for ever (the default exits after 100 attempts, about 45 minutes).
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# Sending a task (a fault re-check from a web process) never hangs on a frozen Redis: socket
+# timeouts above the worker's 1 s BRPOP, and a short retry.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_timeout": 5, "socket_connect_timeout": 2}
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.5}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

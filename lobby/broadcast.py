@@ -56,9 +56,12 @@ def lobby_changed(user_ids: list[int]) -> None:
     from lobby.selectors import lobby_state, personal_state
 
     try:
-        _send(LOBBY_GROUP, {**lobby_state(), "seq": next_seq()})
+        # The number first, then the state: a snapshot read later always carries a later number.
+        seq = next_seq()
+        _send(LOBBY_GROUP, {**lobby_state(), "seq": seq})
         for user in User.objects.filter(pk__in=user_ids):
-            _send(user_group(user.pk), {**personal_state(user), "seq": next_seq()})
+            seq = next_seq()
+            _send(user_group(user.pk), {**personal_state(user), "seq": seq})
     except Exception:  # a lost broadcast is repaired by the next one or a reload
         log.exception("could not broadcast the lobby state")
 

@@ -128,7 +128,7 @@ class MatchConsumer(GuardedJsonConsumer):
             await self.send_error(
                 content, "time_unavailable", "the server cannot read its clock; send it again"
             )
-            await _report_fault(self.match_id, TimingFault.Kind.UNREACHABLE, {"error": repr(exc)})
+            await self._report_fault(TimingFault.Kind.UNREACHABLE, {"error": repr(exc)})
             return
         try:
             await self._watch_time(arrival)
@@ -156,14 +156,19 @@ class MatchConsumer(GuardedJsonConsumer):
 
     async def _watch_time(self, arrival: timekeeping.Arrival) -> None:
         if arrival.lag_ms > timekeeping.setting_ms("STAMP_LATE_TOLERANCE_MS", 2_000):
-            await _report_fault(
-                self.match_id, TimingFault.Kind.LATE_STAMP, {"lag_ms": round(arrival.lag_ms, 1)}
+            await self._report_fault(
+                TimingFault.Kind.LATE_STAMP, {"lag_ms": round(arrival.lag_ms, 1)}
             )
         suspicion = timekeeping.WATCH.observe(
             arrival.at_ms, timekeeping.monotonic_ms() - arrival.lag_ms / 2
         )
         if suspicion is not None:
-            await _report_fault(self.match_id, *suspicion)
+            await self._report_fault(*suspicion)
+
+    async def _report_fault(self, kind: str, detail: dict) -> None:
+        await database_sync_to_async(services.fault_report)(
+            match_id=self.match_id, kind=kind, detail=detail, seats=self.seats
+        )
 
     async def _send_state(self, last_seq: int | None) -> None:
         message = await database_sync_to_async(_state_message)(
@@ -206,8 +211,3 @@ async def _authority_now() -> int | None:
         return timekeeping.authority_ms(await timekeeping.async_redis().time())
     except RedisError:
         return None
-
-
-@database_sync_to_async
-def _report_fault(match_id: str, kind: str, detail: dict) -> None:
-    services.fault_report(match_id=match_id, kind=kind, detail=detail)

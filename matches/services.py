@@ -270,11 +270,15 @@ def match_void(*, match_id, why: str, now_ms: int) -> Match:
         return match
 
 
-def fault_report(*, match_id, kind: str, detail: dict) -> TimingFault | None:
+def fault_report(
+    *, match_id, kind: str, detail: dict, seats: list[int] | None = None
+) -> TimingFault | None:
     """Record what the service saw of its own timekeeping while a player's clock ran.
 
     Only a live match with a running clock can suffer a timing fault (a Start wait is no clock;
-    a finished match is never voided). One incident is one fault: the same kind seen again in
+    a finished match is never voided), and only the player whose clock runs can suffer it:
+    ``seats``, when given, are the reporting socket's, and one of them must be the one to act.
+    One incident is one fault: the same kind seen again in
     the same match within ``FAULT_INCIDENT_WINDOW_MS`` of the last sighting is counted on the
     fault already recorded. A task re-checks a new fault after commit."""
     with transaction.atomic():
@@ -287,6 +291,8 @@ def fault_report(*, match_id, kind: str, detail: dict) -> TimingFault | None:
         )
         if match is None:
             return None
+        if seats is not None and match_state(match).decider not in seats:
+            return None  # the other player's command: their clock does not run
         now = dj_timezone.now()
         window = timedelta(milliseconds=timekeeping.setting_ms("FAULT_INCIDENT_WINDOW_MS", 60_000))
         fault = (
@@ -325,16 +331,18 @@ def _queue_recheck(fault_id: int, kind: str) -> None:
 
 def fault_confirm(*, fault_id: int, decided_by: str, now_ms: int) -> TimingFault:
     with transaction.atomic():
+        # The match first, then the fault: the order fault_report takes them in.
+        match_id = TimingFault.objects.values_list("match_id", flat=True).get(pk=fault_id)
+        match = _locked(match_id)
         fault = TimingFault.objects.select_for_update().get(pk=fault_id)
         if fault.status != TimingFault.Status.SUSPECTED:
             return fault
-        if Match.objects.get(pk=fault.match_id).is_over:
+        if match.is_over:
             # Its match ended meanwhile: the result stands, the fault stays on file for staff.
             return _fault_decide(fault, TimingFault.Status.DISMISSED, decided_by)
         _fault_decide(fault, TimingFault.Status.CONFIRMED, decided_by)
-        match_void(
-            match_id=fault.match_id, why=f"{fault.get_kind_display()} ({fault.kind})", now_ms=now_ms
-        )
+        why = f"{fault.get_kind_display()} ({fault.kind})"
+        match_void(match_id=match_id, why=why, now_ms=now_ms)
         return fault
 
 
