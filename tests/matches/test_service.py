@@ -401,6 +401,18 @@ def test_no_fault_is_recorded_while_no_clock_runs(table):
     assert not TimingFault.objects.exists()
 
 
+def test_no_fault_is_recorded_from_the_player_whose_clock_stands(table):
+    table.start()
+    waiting = 1 - table.state.decider
+    fault = services.fault_report(
+        match_id=table.match.pk, kind=TimingFault.Kind.LATE_STAMP, detail={}, seats=[waiting]
+    )
+    assert fault is None and not TimingFault.objects.exists()
+    assert services.fault_report(
+        match_id=table.match.pk, kind="late_stamp", detail={}, seats=[table.state.decider]
+    )
+
+
 def test_one_incident_is_one_fault_however_many_commands_saw_it(table):
     table.start()
     faults = {report(table).pk for _ in range(50)}
