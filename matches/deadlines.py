@@ -21,23 +21,37 @@ def due(now_ms: int, limit: int = 500) -> list[str]:
     return sync_redis().zrangebyscore(DEADLINES_KEY, "-inf", now_ms, start=0, num=limit)
 
 
+def built_key() -> str:
+    """Set by a rebuild: gone means Redis lost what it held (the set itself may already hold a
+    deadline written since, so its own existence proves nothing)."""
+    return f"{DEADLINES_KEY}:built"
+
+
 def rebuild() -> int:
-    """Refill the sorted set from the database (after Redis lost it)."""
+    """Make the sorted set hold the database's live deadlines: add or update every one, remove
+    the others (merging, so a deadline written meanwhile is not wiped)."""
     from .models import Match
 
-    pairs = dict(
-        Match.objects.filter(deadline_ms__isnull=False)
+    pairs = {
+        str(match_id): ms
+        for match_id, ms in Match.objects.filter(deadline_ms__isnull=False)
         .exclude(status__in=[Match.Status.FINISHED, Match.Status.VOID])
         .values_list("id", "deadline_ms")
-    )
+    }
     client = sync_redis()
+    gone = set(client.zrange(DEADLINES_KEY, 0, -1)) - set(pairs)
     pipe = client.pipeline()
-    pipe.delete(DEADLINES_KEY)
     if pairs:
-        pipe.zadd(DEADLINES_KEY, {str(match_id): ms for match_id, ms in pairs.items()})
+        pipe.zadd(DEADLINES_KEY, pairs)
+    if gone:
+        pipe.zrem(DEADLINES_KEY, *gone)
+    pipe.set(built_key(), "1")
     pipe.execute()
     return len(pairs)
 
 
-def is_missing() -> bool:
-    return not sync_redis().exists(DEADLINES_KEY)
+def rebuild_if_lost() -> bool:
+    if sync_redis().exists(built_key()):
+        return False
+    rebuild()
+    return True

@@ -1,15 +1,16 @@
 """Deadlines fire from whichever process is alive.
 
-Every web process that serves a match socket polls the deadline set in Redis every ``POLL_S``
-and fires what is due; Celery beat's sweeper does the same every second, as the backstop when no
-web process is up. Firing goes through ``services.match_expire``, which takes the match's lock
-and is idempotent: two processes firing one deadline change the match once.
+Every web process fires due deadlines: it polls the deadline set in Redis every ``POLL_S``;
+Celery beat's sweeper does the same every second, as the backstop when no web process is up.
+Firing goes through ``services.match_expire``, which takes the match's lock and is idempotent:
+two processes firing one deadline change the match once. Each web process also beats for the
+web tier (matches/webbeats.py) from a loop of its own, so a backlog of deadlines (which waits
+for the database) never looks like an outage.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import weakref
 
@@ -23,20 +24,14 @@ from .models import Match
 log = logging.getLogger(__name__)
 
 POLL_S = 0.02  # a forfeit reaches its players within a poll of its deadline, plus the write
+BEAT_S = 0.25  # several beats a second: a beat missed now and then is no outage
 BATCH = 200
-REBUILD_EVERY = 50  # polls between checks that Redis still holds the deadline set
-# In one round trip: the authority's time, this process's beat for the current second
-# (matches/webbeats.py), the deadlines due, and whether the deadline set exists.
-_POLL = """
+REBUILD_CHECK_S = 1.0  # how often a web process checks that Redis still holds the deadlines
+# The authority's time and the deadlines due by it, in one round trip.
+_DUE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local second = tonumber(t[1])
-redis.call('ZADD', KEYS[2], second, second)
-if second % 60 == 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', second - tonumber(ARGV[2]))
-end
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, ARGV[1])
-return {now, due, redis.call('EXISTS', KEYS[1])}
+return {now, redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, ARGV[1])}
 """
 
 _loops: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -63,7 +58,8 @@ def fire_due(match_ids, now_ms: int) -> int:
 
 
 def ensure_running() -> asyncio.Task:
-    """Start this process's deadline loop on the running event loop, once; returns it."""
+    """Start this process's loops (beat, fire deadlines) on the running event loop, once;
+    returns the task that runs them."""
     loop = asyncio.get_running_loop()
     task = _loops.get(loop)
     if task is None or task.done():
@@ -72,26 +68,48 @@ def ensure_running() -> asyncio.Task:
 
 
 async def _run() -> None:
-    fire = database_sync_to_async(fire_due)
-    rebuild = database_sync_to_async(deadlines.rebuild)
-    failing = False
+    beating = asyncio.ensure_future(_every(BEAT_S, _beat, "beat for the web tier"))
+    try:
+        await _every(POLL_S, _deadline_poller(), "fire deadlines (the sweeper will)")
+    finally:
+        beating.cancel()
+
+
+async def _every(period_s: float, step, what: str) -> None:
+    """Run ``step`` every ``period_s`` until cancelled, logging a failure once per outage."""
     me = asyncio.current_task()
-    for poll in itertools.count():
-        if me.cancelling():  # a cancel that a library swallowed still ends the loop
-            return
+    failing = False
+    while not me.cancelling():  # a cancel that a library swallowed still ends the loop
         try:
-            now_ms, due, exists = await async_redis().eval(
-                _POLL, 2, deadlines.DEADLINES_KEY, webbeats.BEATS_KEY, BATCH, webbeats.KEEP_S
-            )
-            if not exists and poll % REBUILD_EVERY == 0:
-                await rebuild()  # Redis lost it (or no match has a deadline: a cheap query)
-            if due:
-                await fire(due, int(now_ms))
+            await step()
             if failing:
-                log.warning("deadline loop: working again")
+                log.warning("cannot %s: working again", what)
             failing = False
         except Exception:
-            if not failing:  # once per outage, not once per poll
-                log.exception("deadline loop: cannot fire deadlines now (the sweeper will)")
+            if not failing:
+                log.exception("cannot %s now", what)
             failing = True
-        await asyncio.sleep(POLL_S)
+        await asyncio.sleep(period_s)
+
+
+async def _beat() -> None:
+    await async_redis().eval(webbeats.BEAT, 1, webbeats.BEATS_KEY, webbeats.KEEP_S)
+
+
+def _deadline_poller():
+    """One poll: rebuild the deadline set if Redis lost it (checked every REBUILD_CHECK_S),
+    then fire what is due."""
+    rebuild_if_lost = database_sync_to_async(deadlines.rebuild_if_lost)
+    fire = database_sync_to_async(fire_due)
+    checked_at = [float("-inf")]
+
+    async def poll() -> None:
+        clock = asyncio.get_running_loop().time()
+        if clock - checked_at[0] >= REBUILD_CHECK_S:
+            checked_at[0] = clock
+            await rebuild_if_lost()
+        now_ms, due = await async_redis().eval(_DUE, 1, deadlines.DEADLINES_KEY, BATCH)
+        if due:
+            await fire(due, int(now_ms))
+
+    return poll

@@ -125,17 +125,20 @@ def match_submit(
                 f"cseq {cseq} was not applied, and a later one was: send it with a new cseq",
             )
         _check_start_allowed(match, state, seat, command)
+        if _clock_runs(match) and _web_gap_during_turn(state, arrival_ms):
+            _void_for_web_gap(match, state, arrival_ms)
+            return Outcome(seq=match.seq)
         try:
             new_state, events = engine.apply(state, seat, command, arrival_ms)
         except engine.IllegalCommand as exc:
             if exc.code != "time_over":
                 raise CommandRejected(exc.code, exc.reason) from None
-            # The forfeit counts at the deadline (RULES §7), whenever it is processed.
-            new_state, events = engine.apply(
-                state, None, {"type": _expiry_kind(match, state)}, state.deadline_ms
-            )
-            _commit_change(match, new_state, events, arrival_ms)
-            return Outcome(seq=match.seq, late=True)
+            # Too late: the deadline is judged here exactly as the deadline loops judge it.
+            if _expire_locked(match, state, arrival_ms) in ("command_pending", "web_down"):
+                raise CommandRejected(
+                    "busy", "a command sent in time is still being applied; send it again"
+                ) from None
+            return Outcome(seq=match.seq, late=match.reason in ("time", "abandon"))
         if cseq is not None:
             _remember_cseq(match, slot, cseq)
         _commit_change(match, new_state, events, arrival_ms)
@@ -212,28 +215,51 @@ def match_expire(*, match_id, now_ms: int) -> str:
             return "nothing_due"
         if now_ms < match.deadline_ms:
             return "early"
-        if timekeeping.pending_before(str(match.id), match.deadline_ms, now_ms):
-            return "command_pending"
         late_by = now_ms - match.deadline_ms
         if late_by > timekeeping.setting_ms("TIMEOUT_LATE_TOLERANCE_MS", 3_000):
             log.warning("match %s: deadline processed %d ms late", match.pk, late_by)
-        state = match_state(match)
-        if match.deadline_kind == Match.DeadlineKind.START:
-            # No clock runs during the wait: the clocks start when Start is pressed.
-            kind, command, at_ms = "start", {"type": "start"}, now_ms
-        else:
-            web = webbeats.verdict(state.turn_start_ms, match.deadline_ms, now_ms)
-            if web == webbeats.DOWN_NOW:
-                return "web_down"  # nobody can act or reconnect yet: judge it when web is back
-            if web == webbeats.GAP:
-                return _void_for_web_gap(match, state, now_ms)
-            # A forfeit counts at the deadline, however late it is processed (RULES §7): the
-            # arrival stamps have already decided that no command beat it.
-            kind = _expiry_kind(match, state)
-            command, at_ms = {"type": kind}, match.deadline_ms
-        new_state, events = engine.apply(state, None, command, at_ms)
-        _commit_change(match, new_state, events, now_ms)
-        return kind
+        return _expire_locked(match, match_state(match), now_ms)
+
+
+def _expire_locked(match: Match, state: engine.MatchState, now_ms: int) -> str:
+    """The deadline of this locked, live match has passed at ``now_ms``: act on it, or say why
+    not yet. A command stamped before the deadline that is still waiting for the lock goes
+    first; while no web process is up nobody could act, so nothing is decided; a clock that ran
+    through an outage of the web tier voids the match (RULES §7)."""
+    if timekeeping.pending_before(str(match.id), match.deadline_ms, now_ms):
+        return "command_pending"
+    if match.deadline_kind == Match.DeadlineKind.START:
+        if webbeats.down_now(now_ms):
+            return "web_down"  # pressing Start now would run a clock nobody can stop
+        # No clock runs during the wait: the clocks start when Start is pressed.
+        kind, command, at_ms = "start", {"type": "start"}, now_ms
+    else:
+        web = webbeats.verdict(state.turn_start_ms, match.deadline_ms, now_ms)
+        if web == webbeats.DOWN_NOW:
+            return "web_down"  # nobody can act or reconnect yet: judge it when web is back
+        if web == webbeats.GAP:
+            return _void_for_web_gap(match, state, now_ms)
+        # A forfeit counts at the deadline, however late it is processed (RULES §7): the
+        # arrival stamps have already decided that no command beat it.
+        kind = _expiry_kind(match, state)
+        command, at_ms = {"type": kind}, match.deadline_ms
+    new_state, events = engine.apply(state, None, command, at_ms)
+    _commit_change(match, new_state, events, now_ms)
+    return kind
+
+
+def _clock_runs(match: Match) -> bool:
+    return match.deadline_kind == Match.DeadlineKind.DECISION and not match.is_over
+
+
+def _web_gap_during_turn(state: engine.MatchState, arrival_ms: int) -> bool:
+    """Did the web tier go down while this turn's clock ran? Asked only of a turn longer than
+    the tolerance, the only kind an outage longer than it can fall into."""
+    if state.turn_start_ms is None or arrival_ms - state.turn_start_ms <= (
+        webbeats.tolerance_s() * 1000
+    ):
+        return False
+    return webbeats.verdict(state.turn_start_ms, arrival_ms, arrival_ms) == webbeats.GAP
 
 
 def _void_for_web_gap(match: Match, state: engine.MatchState, now_ms: int) -> str:

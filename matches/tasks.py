@@ -23,8 +23,7 @@ AUTHORITY_PROBES = 3
 def sweep_deadlines() -> int:
     """Every second (beat): the backstop of the web processes' deadline loops; acts on every
     deadline that has passed, and rebuilds the set if Redis lost it."""
-    if deadlines.is_missing():
-        deadlines.rebuild()
+    deadlines.rebuild_if_lost()
     now_ms = timekeeping.now_ms()
     return scheduler.fire_due(deadlines.due(now_ms), now_ms)
 

@@ -14,6 +14,14 @@ from . import timekeeping
 
 BEATS_KEY = "sbo:web:beats"
 KEEP_S = 24 * 3600
+# A web process's beat: the authority's current second (trimming a day's worth once a minute).
+BEAT = """
+local second = tonumber(redis.call('TIME')[1])
+redis.call('ZADD', KEYS[1], second, second)
+if second % 60 == 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', second - tonumber(ARGV[1]))
+end
+"""
 
 UP, DOWN_NOW, GAP, UNKNOWN = "up", "down_now", "gap", "unknown"
 
@@ -23,22 +31,34 @@ def tolerance_s() -> int:
     return max(1, timekeeping.setting_ms("WEB_GAP_TOLERANCE_MS", 3_000) // 1000)
 
 
+def down_now(now_ms: int) -> bool:
+    """No web process beat in the last second, though some did before: nobody can act now."""
+    latest = sync_redis().zrevrangebyscore(BEATS_KEY, "+inf", "-inf", start=0, num=1)
+    return bool(latest) and int(latest[0]) < now_ms // 1000 - 1
+
+
 def verdict(start_ms: int, end_ms: int, now_ms: int) -> str:
-    """What the beats say of the stretch from ``start_ms`` to ``end_ms`` (a running clock), seen
-    at ``now_ms``: ``up``; ``down_now`` (no web process is up: nobody can act yet); ``gap`` (an
-    outage longer than the tolerance overlapped it, even if it began just before the deadline
-    and lasted past it); or ``unknown`` (no beats: Redis lost them, or no web process ever ran,
-    as in a worker-only job). Before the first beat seen nothing is judged."""
+    """What the beats say of a clock that ran from ``start_ms`` to ``end_ms``, seen at ``now_ms``:
+
+    - ``down_now``: no web process beat in the last second: nobody can act yet, judge later;
+    - ``gap``: an outage longer than the tolerance overlapped the clock (even one that began
+      before the clock started, or just before the deadline and lasted past it), or the beats
+      from before the clock started are gone (Redis lost them: its own outage);
+    - ``unknown``: no web process has ever beaten (a worker-only job, or the first moments of a
+      new deployment);
+    - ``up`` otherwise.
+    """
     start_s, end_s, now_s = start_ms // 1000, end_ms // 1000, now_ms // 1000
-    tolerance = tolerance_s()
-    beats = [
-        int(second)
-        for second in sync_redis().zrangebyscore(BEATS_KEY, start_s - tolerance - 1, now_s)
-    ]
+    client = sync_redis()
+    anchor = [int(s) for s in client.zrevrangebyscore(BEATS_KEY, start_s, "-inf", start=0, num=1)]
+    beats = anchor + [int(s) for s in client.zrangebyscore(BEATS_KEY, f"({start_s}", now_s)]
     if not beats:
         return UNKNOWN
-    if beats[-1] < now_s - tolerance:
+    if beats[-1] < now_s - 1:
         return DOWN_NOW
+    tolerance = tolerance_s()
+    if not anchor and beats[0] - start_s > tolerance:
+        return GAP
     for earlier, later in zip(beats, beats[1:], strict=False):
         if later - earlier - 1 > tolerance and earlier < end_s and later > start_s:
             return GAP

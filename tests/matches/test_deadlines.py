@@ -23,7 +23,7 @@ def own_deadline_set(monkeypatch):
     key = f"sbo:deadlines:test-{uuid.uuid4().hex}"
     monkeypatch.setattr(deadlines, "DEADLINES_KEY", key)
     yield key
-    sync_redis().delete(key)
+    sync_redis().delete(key, deadlines.built_key())
 
 
 @pytest.fixture
@@ -62,6 +62,18 @@ def test_the_sweeper_rebuilds_the_deadlines_from_the_database_when_redis_lost_th
     due_match.refresh_from_db()
     assert due_match.status == "live"
     assert sync_redis().zscore(own_deadline_set, str(later.pk)) == later.deadline_ms
+
+
+def test_a_deadline_written_after_redis_lost_its_data_does_not_hide_the_loss(
+    due_match, make_user, own_deadline_set
+):
+    later = services.match_create(
+        player0=make_user("ewa"), player1=make_user("jan"), now_ms=timekeeping.now_ms()
+    )
+    deadlines.remember(str(later.pk), later.deadline_ms)  # the first write after the loss
+    assert deadlines.rebuild_if_lost() is True
+    assert sync_redis().zscore(own_deadline_set, str(due_match.pk)) == due_match.deadline_ms
+    assert deadlines.rebuild_if_lost() is False  # rebuilt once
 
 
 def test_the_sweeper_corrects_redis_when_the_database_disagrees(due_match):

@@ -1,6 +1,9 @@
 """The web tier's beats, and what a forfeit becomes when no web process could hear the player
 (RULES §7: a timing fault of the service voids the match; a forfeit stands otherwise)."""
 
+import random
+
+import engine
 from config.redis_clients import sync_redis
 from matches import services, webbeats
 from matches.models import TimingFault
@@ -48,9 +51,38 @@ def test_no_web_process_up_now_is_down_now():
     assert webbeats.verdict(T0, T0 + 10_000, T0 + 10_000) == webbeats.DOWN_NOW
 
 
-def test_beats_lost_before_the_clock_started_are_not_held_against_the_service():
-    beat(*range(S + 4, S + 11))  # Redis lost the earlier ones
-    assert webbeats.verdict(T0, T0 + 10_000, T0 + 10_000) == webbeats.UP
+def test_beats_lost_from_before_the_clock_started_count_as_an_outage():
+    beat(*range(S + 4, S + 11))  # Redis lost the earlier ones: it was down itself
+    assert webbeats.verdict(T0, T0 + 10_000, T0 + 10_000) == webbeats.GAP
+
+
+def test_an_outage_that_began_before_the_clock_started_is_a_gap():
+    beat(*range(S - 10, S - 1), *range(S + 5, S + 11))
+    assert webbeats.verdict(T0, T0 + 10_000, T0 + 10_000) == webbeats.GAP
+
+
+def test_an_outage_still_going_on_at_the_deadline_is_judged_later_not_forfeited_now():
+    beat(*range(S - 5, S + 9))  # the web tier went down a second before the deadline
+    assert webbeats.verdict(T0, T0 + 10_000, T0 + 11_000) == webbeats.DOWN_NOW
+
+
+def test_the_start_wait_is_not_pressed_while_no_web_process_is_up(table):
+    deadline = table.match.deadline_ms  # the Start wait's
+    beat(*range(S - 5, S + 1))
+    assert services.match_expire(match_id=table.match.pk, now_ms=deadline + 5_000) == "web_down"
+    assert table.events() == []
+
+
+def test_a_move_after_an_outage_during_its_turn_voids_instead(table):
+    table.start()
+    beat(*range(S - 5, S + 2), *range(S + 8, S + 12))  # down for 5 s of the turn
+    table.now = T0 + 11_000
+    state = table.state
+    command = engine.GreedyBot().choose(state, state.decider, random.Random(0))
+    table.submit(state.decider, command)
+    assert (table.match.status, table.match.reason) == ("void", "void")
+    assert [e["type"] for e in table.events()] == ["start", "void"]
+    assert TimingFault.objects.get().kind == "web_down"
 
 
 def test_a_forfeit_waits_while_no_web_process_is_up(table):
