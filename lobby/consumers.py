@@ -30,6 +30,15 @@ def _int_or_none(value):
     return value
 
 
+def _flag(content: dict, key: str) -> bool:
+    value = content.get(key)
+    if value is None:
+        return False
+    if type(value) is not bool:
+        raise services.LobbyError("bad_message", f"{key} is true or false")
+    return value
+
+
 def _id(content: dict, key: str) -> int:
     value = content.get(key)
     if type(value) is not int or not 0 < value < 2**63:
@@ -41,7 +50,7 @@ def _call(kind: str, user, content: dict):
     """Run one request's service call (in a worker thread, through database_sync_to_async)."""
     if kind == "seek_create":
         return services.seek_create(
-            user=user, rated=content.get("rated") is True,
+            user=user, rated=_flag(content, "rated"),
             rating_min=_int_or_none(content.get("rating_min")),
             rating_max=_int_or_none(content.get("rating_max")),
         )  # fmt: skip
@@ -54,7 +63,7 @@ def _call(kind: str, user, content: dict):
         if not isinstance(username, str):
             raise services.LobbyError("bad_message", "username is a string")
         return services.challenge_create(
-            user=user, opponent_username=username, rated=content.get("rated") is True
+            user=user, opponent_username=username, rated=_flag(content, "rated")
         )
     if kind in ("challenge_accept", "challenge_decline", "challenge_cancel"):
         return getattr(services, kind)(user=user, challenge_id=_id(content, "challenge_id"))

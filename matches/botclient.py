@@ -23,7 +23,8 @@ from engine.rules import net_payment
 RUNNING_PHASES = ("auction", "play")
 STANDING_PHASES = ("ready", "handover")
 RATE_LIMITED_BACKOFF_S = 0.2  # the server refills 10 messages a second
-RETRY_CODES = ("rate_limited", "busy", "time_unavailable")  # nothing changed: try again
+# Nothing changed: decide again (stale_cseq: with a cseq above the one another device used).
+RETRY_CODES = ("rate_limited", "busy", "time_unavailable", "unavailable", "stale_cseq")
 STALE_AFTER_S = 2.0  # a wait this long without news: ping, in case a broadcast was lost
 GREEDY_TEMPO = 10  # what opening a round is worth beyond its score (as engine.GreedyBot)
 
@@ -115,6 +116,8 @@ class MatchClient:
                     await self.send({"type": "sync", "last_seq": self.seq})
                 elif message.get("type") in ("ack", "error"):
                     self._unanswered.pop(message.get("cseq"), None)
+                    if message.get("code") == "stale_cseq":  # another device of this seat
+                        self.cseq = max(self.cseq, message.get("last_cseq") or 0)
                 async with self._changed:
                     self.messages.append(message)
                     self._changed.notify_all()
@@ -158,8 +161,12 @@ class MatchClient:
                 self.events.append(event)
                 self.seq = event["seq"]
         if self.state is None or message["seq"] >= self.state["seq"]:
+            # A state that skips events (the one sent on reconnecting) is drawn, but the events
+            # it skipped are still to come (the answer to hello): the seq waits for them.
+            skips = self.state is not None and not events and message["seq"] > self.seq
             self.state = message
-            self.seq = max(self.seq, message["seq"])
+            if not skips:
+                self.seq = max(self.seq, message["seq"])
 
     async def wait_for(self, predicate, timeout: float = 10.0):
         """Wait until ``predicate(self)`` is truthy (checked on every message) and return it."""

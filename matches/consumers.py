@@ -140,7 +140,8 @@ class MatchConsumer(GuardedJsonConsumer):
                 cseq=cseq,
             )
         except services.CommandRejected as exc:
-            await self.send_error(content, exc.code, exc.reason)
+            error = self.error_message(content, exc.code, exc.reason)
+            await self.send_json({**error, **exc.details})
             return
         finally:
             await timekeeping.release_arrival(arrival)

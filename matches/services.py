@@ -32,12 +32,14 @@ RECENT_CSEQS = 64  # applied cseqs kept per seat, to tell a resend from a stale 
 
 
 class CommandRejected(Exception):
-    """A command the match will not take; nothing changed."""
+    """A command the match will not take; nothing changed. ``details`` go to the client with
+    the error (for example the last cseq applied, with ``stale_cseq``)."""
 
-    def __init__(self, code: str, reason: str):
+    def __init__(self, code: str, reason: str, **details):
         super().__init__(f"{code}: {reason}")
         self.code = code
         self.reason = reason
+        self.details = details
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,7 @@ def match_submit(
             raise CommandRejected(
                 "stale_cseq",
                 f"cseq {cseq} was not applied, and a later one was: send it with a new cseq",
+                last_cseq=_last_cseq(match, slot),
             )
         _check_start_allowed(match, state, seat, command)
         if _clock_runs(match) and _web_gap_during_turn(state, arrival_ms):

@@ -17,6 +17,8 @@ log = logging.getLogger(__name__)
 # Evidence that is conclusive by itself: an arrival the authority stamped too late to be fair.
 CONCLUSIVE_FAULTS = (TimingFault.Kind.LATE_STAMP,)
 AUTHORITY_PROBES = 3
+RECHECK_AGAIN_S = 1.0
+RECHECK_GIVE_UP_S = 60
 
 
 @shared_task(ignore_result=True)
@@ -36,7 +38,11 @@ def recheck_fault(fault_id: int) -> str:
     if fault is None or fault.status != TimingFault.Status.SUSPECTED:
         return "decided"
     if fault.kind == TimingFault.Kind.UNREACHABLE:
-        if not _unreachable_for_long(fault):
+        long = _unreachable_for_long(fault)
+        if long is None:  # the web processes have not beaten since: ask again in a moment
+            recheck_fault.apply_async((fault_id,), countdown=RECHECK_AGAIN_S)
+            return "waiting"
+        if not long:
             services.fault_dismiss(fault_id=fault_id, decided_by="auto")
             return "dismissed"
     elif fault.kind not in CONCLUSIVE_FAULTS and not _authority_disagrees():
@@ -47,10 +53,11 @@ def recheck_fault(fault_id: int) -> str:
     return "confirmed" if fault.status == TimingFault.Status.CONFIRMED else "dismissed"
 
 
-def _unreachable_for_long(fault: TimingFault) -> bool:
+def _unreachable_for_long(fault: TimingFault) -> bool | None:
     """Was the authority out of reach long enough to matter? It still is; or the commands of the
     incident kept failing for the tolerance; or the web processes, which read the authority on
-    every poll, could not beat for longer than theirs around the incident."""
+    every beat, could not beat for longer than theirs around the incident. None: they have not
+    beaten since, so it cannot be told yet (for up to RECHECK_GIVE_UP_S; then it is an outage)."""
     if not _authority_answers():
         return True
     first_ms = fault.detected_at.timestamp() * 1000
@@ -59,7 +66,11 @@ def _unreachable_for_long(fault: TimingFault) -> bool:
         return True
     tolerance_ms = webbeats.tolerance_s() * 1000
     around = (int(first_ms) - tolerance_ms, int(last_ms) + tolerance_ms)
-    return webbeats.verdict(*around, timekeeping.now_ms()) == webbeats.GAP
+    now_ms = timekeeping.now_ms()
+    web = webbeats.verdict(*around, now_ms)
+    if web == webbeats.DOWN_NOW:
+        return True if now_ms - last_ms > RECHECK_GIVE_UP_S * 1000 else None
+    return web == webbeats.GAP
 
 
 def _authority_answers() -> bool:

@@ -107,6 +107,14 @@ export class Connection {
     }
     const pending = this.unanswered;
     if ((msg.type === "ack" || msg.type === "error") && pending && msg.cseq === pending.message.cseq) {
+      if (msg.code === "stale_cseq" && pending.retries < RETRIES) {
+        // Another device of this seat went further: number on from its last cseq and resend.
+        sessionStorage.setItem(this.cseqKey, String(msg.last_cseq));
+        pending.retries += 1;
+        pending.message = { ...pending.message, cseq: this.nextCseq() };
+        this.sendRaw(pending.message);
+        return;
+      }
       if (msg.type === "error" && RETRY_CODES.includes(msg.code) && pending.retries < RETRIES) {
         pending.retries += 1;
         setTimeout(() => this.unanswered === pending && this.sendRaw(pending.message), RETRY_AFTER_MS);
@@ -129,7 +137,9 @@ export class Connection {
       }
     }
     const fresh = this.lastSeq === null ? [] : events.filter((e) => e.seq > this.lastSeq);
-    this.lastSeq = Math.max(this.lastSeq ?? 0, msg.seq);
+    // The state sent on reconnecting skips events; the answer to hello brings them: wait for it.
+    const skipsEvents = this.lastSeq !== null && !events.length && msg.seq > this.lastSeq;
+    if (!skipsEvents) this.lastSeq = Math.max(this.lastSeq ?? 0, msg.seq);
     this.handlers.onState(msg, fresh);
   }
 }

@@ -226,7 +226,7 @@ def test_a_lower_cseq_that_was_never_applied_is_stale_not_a_duplicate(table):
     table.submit(first, {"type": "start"}, cseq=8)
     with pytest.raises(services.CommandRejected) as refused:
         table.submit(first, {"type": "resign"}, cseq=7, after_ms=10)
-    assert refused.value.code == "stale_cseq"
+    assert (refused.value.code, refused.value.details) == ("stale_cseq", {"last_cseq": 8})
     table.match.refresh_from_db()
     assert table.match.status == "live"
     assert [e["type"] for e in table.events()] == ["start"]
@@ -476,6 +476,20 @@ def test_one_failed_read_during_an_outage_the_web_processes_saw_is_confirmed(tab
     assert tasks.recheck_fault(fault.pk) == "confirmed"
     table.match.refresh_from_db()
     assert table.match.status == "void"
+
+
+def test_an_unreachable_authority_is_not_judged_until_the_web_processes_beat_again(table):
+    from config.redis_clients import sync_redis
+    from matches import webbeats
+
+    table.start()
+    fault = report(table)
+    now_s = timekeeping.now_ms() // 1000
+    beats = range(now_s - 20, now_s - 3)  # none for the last 3 seconds: they cannot beat yet
+    sync_redis().zadd(webbeats.BEATS_KEY, {str(s): s for s in beats})
+    assert tasks.recheck_fault(fault.pk) == "waiting"
+    fault.refresh_from_db()
+    assert fault.status == "suspected"
 
 
 def test_a_finished_match_is_never_voided(table):
