@@ -62,7 +62,7 @@ from matches.models import Match
 from matches.selectors import match_record
 
 FRAMES_PER_KIND = int(os.environ.get("FUZZ_FRAMES", 10_000))
-TIME_LIMIT_S = 150  # per kind: a run that cannot send its frames in time fails the count test
+TIME_LIMIT_S = 480  # per kind: a run that cannot send its frames in time fails the count test
 FRAMES_PER_EXAMPLE = 40  # a hypothesis example draws at most ~8 KB of choices
 ANSWER_TIMEOUT_S = 10
 CLOSE_WAIT_S = 1
