@@ -178,7 +178,9 @@ def live_match_problems(match: Match, logs: dict, clients: dict) -> list[str]:
     match.refresh_from_db()
     events = [e for r in match.record["rounds"] for e in r["events"]]
     problems = []
-    if match.status != Match.Status.LIVE:
+    # Still live, or ended by the players' own play (their moves can win it during the flood);
+    # never resigned, timed out or voided.
+    if match.status != Match.Status.LIVE and match.reason != "points":
         problems.append(f"the live match is {match.status} ({match.reason}): {events[-3:]}")
     foreign = [e for e in events if e["type"] in NOBODY_PLAYING_SENT]
     if foreign:
