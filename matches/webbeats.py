@@ -49,9 +49,12 @@ def verdict(start_ms: int, end_ms: int, now_ms: int) -> str:
     - ``up`` otherwise.
     """
     start_s, end_s, now_s = start_ms // 1000, end_ms // 1000, now_ms // 1000
-    client = sync_redis()
-    anchor = [int(s) for s in client.zrevrangebyscore(BEATS_KEY, start_s, "-inf", start=0, num=1)]
-    beats = anchor + [int(s) for s in client.zrangebyscore(BEATS_KEY, f"({start_s}", now_s)]
+    pipe = sync_redis().pipeline(transaction=False)  # one round trip: a slow move asks this
+    pipe.zrevrangebyscore(BEATS_KEY, start_s, "-inf", start=0, num=1)
+    pipe.zrangebyscore(BEATS_KEY, f"({start_s}", now_s)
+    before, since = pipe.execute()
+    anchor = [int(s) for s in before]
+    beats = anchor + [int(s) for s in since]
     if not beats:
         return UNKNOWN
     if beats[-1] < now_s - 1:
