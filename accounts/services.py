@@ -11,15 +11,13 @@ from django.contrib.auth.password_validation import validate_password
 from django.db import transaction
 from django.utils import timezone
 
-from accounts import elo
+from accounts import elo, signals
 from accounts.models import RatingChange, User
+from engine import Rejection
 
 
-class AccountError(Exception):
-    def __init__(self, code: str, message: str):
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+class AccountError(Rejection):
+    """An account request refused."""
 
 
 def user_register(*, username: str, password: str, email: str = "") -> User:
@@ -60,9 +58,7 @@ def ladder_leave(*, user: User) -> User:
             locked.on_ladder = False
             locked.ladder_joined_at = None
             locked.save(update_fields=["on_ladder", "ladder_joined_at"])
-            from lobby.services import ladder_left
-
-            ladder_left(user=locked)
+            signals.ladder_left.send(sender=User, user=locked)
     user.on_ladder, user.ladder_joined_at = locked.on_ladder, locked.ladder_joined_at
     return locked
 

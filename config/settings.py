@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "accounts",
     "lobby",
     "matches",
+    "clients",
 ]
 
 MIDDLEWARE = [

@@ -1,21 +1,37 @@
 """The rules of Spectacular Bid: pure Python, no Django, no I/O, no clock reads.
 
-``apply(state, seat, command, now_ms) -> (state, events)`` is the only way a match changes;
-``view(state, seat)`` is what a seat (or, with None, a spectator) may know.
+``apply(state, seat, command, now_ms) -> Applied | Flagged`` (each unpacks as ``state, events``)
+is the only way a match changes; ``view(state, seat)`` is what a seat (or, with None, a
+spectator) may know, including everything a client needs to draw its controls.
 """
 
 from .bots import BOTS, GreedyBot, RandomBot
 from .clock import ClockConfig
-from .errors import IllegalCommand
+from .errors import IllegalCommand, Rejection
 from .legal import legal_commands, legal_decisions, legal_plays
 from .record import add_events, add_round, iso_timestamp, new_record, status_of
 from .replay import Problem, ReplayError, audit, replay
-from .rules import apply, first_to_act, new_match, next_round
+from .rules import (
+    Applied,
+    Flagged,
+    apply,
+    device_holder,
+    first_to_act,
+    new_match,
+    next_round,
+    starter,
+)
+from .scoring import points_for, round_to_5
 from .shuffle import Deal, commitment_of, deal_from_seed, new_seed
 from .state import MatchState
 from .view import view
 
 __all__ = [
+    "Applied",
+    "Flagged",
+    "Rejection",
+    "device_holder",
+    "starter",
     "BOTS",
     "ClockConfig",
     "Deal",
@@ -39,6 +55,8 @@ __all__ = [
     "new_match",
     "new_record",
     "new_seed",
+    "points_for",
+    "round_to_5",
     "next_round",
     "replay",
     "status_of",

@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import random
 
+from .auction import net_payment
 from .layout import Layout
 from .legal import legal_plays, offer_range, play_command
-from .rules import net_payment
+from .play import play_score
 from .state import AUCTION, MatchState
-
-
-def points_for(total: int) -> int:
-    """What an end total scores (before the cap of the opponent's balance)."""
-    return total if total > 0 and total % 5 == 0 else 0
 
 
 class RandomBot:
@@ -45,33 +41,38 @@ class GreedyBot:
         plays = legal_plays(state, seat)
         if not plays:
             return {"type": "draw"}
-        tile, place = max(plays, key=lambda option: self._play_value(state.layout, *option))
+        tile, place = max(
+            plays, key=lambda option: self.play_value(play_score(state.layout, *option), *option)
+        )
         return play_command(tile, place)
 
     @staticmethod
-    def _play_value(layout: Layout, tile, place) -> tuple:
-        after = (
-            layout.open_with(tile)
-            if place is None
-            else layout.play(tile, place, layout.open_value(place))
-        )
-        return (points_for(after.end_total()), tile[0] + tile[1], tile)
+    def play_value(score: int, tile, place) -> tuple:
+        """Most points first, then the heaviest tile (the lightest hand wins a block)."""
+        return (score, tile[0] + tile[1], tuple(tile))
+
+    @classmethod
+    def opening_worth(cls, hand) -> int:
+        """What winning the auction is worth to this hand: its best opening score and a tempo."""
+        return cls.TEMPO + max(play_score(Layout(), tuple(tile), None) for tile in hand)
+
+    @staticmethod
+    def bid(offers, balance: int, worth: int) -> int | None:
+        """The smallest offer (``offers``: (amount, cost) pairs, ascending) worth its cost and
+        short of the whole balance (paying that loses the match), or None."""
+        for amount, cost in offers:
+            if cost < balance and cost <= worth:
+                return amount
+        return None
 
     def _bid(self, state: MatchState, seat: int) -> dict:
-        worth = self.TEMPO + max(
-            points_for(Layout().open_with(tile).end_total()) for tile in state.hands[seat]
-        )
-        offer = state.auction.offer
-        # Never bid the whole balance: paying it loses the match.
-        affordable = [
-            amount
-            for amount in offer_range(state, seat)
-            if net_payment(state.jockey, seat, amount) < state.balances[seat]
-            and net_payment(state.jockey, seat, amount) <= worth
+        offers = [
+            (amount, net_payment(state.jockey, seat, amount)) for amount in offer_range(state, seat)
         ]
-        if affordable:
-            return {"type": "offer", "amount": affordable[0]}
-        return {"type": "waive" if offer is None else "accept"}
+        amount = self.bid(offers, state.balances[seat], self.opening_worth(state.hands[seat]))
+        if amount is not None:
+            return {"type": "offer", "amount": amount}
+        return {"type": "waive" if state.auction.offer is None else "accept"}
 
 
 BOTS = {"random": RandomBot, "greedy": GreedyBot}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from .auction import OFFER_STEP, max_offer, min_offer
 from .layout import Place
-from .rules import OFFER_STEP, max_offer, min_offer
 from .state import AUCTION, FINISHED, HANDOVER, PLAY, READY, MatchState
 from .tiles import Tile
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from .clock import ClockConfig
 from .errors import IllegalCommand
 from .record import status_of
-from .rules import apply, new_match, next_round
+from .rules import Flagged, apply, new_match, next_round
 from .shuffle import Deal, commitment_of, deal_from_seed
 from .state import SETTLED, MatchState
 from .tiles import FULL_SET, HAND_SIZE, parse_tile
@@ -167,14 +167,22 @@ class _Auditor:
                 raise _Stop
             seat, command = command_of(event)
             try:
-                self.state, produced = apply(self.state, seat, command, event["at_ms"])
+                result = apply(self.state, seat, command, event["at_ms"])
             except IllegalCommand as exc:
                 self.problem(
-                    f"{event['type']} is illegal here: {exc.reason} ({exc.code})",
+                    f"{event['type']} is illegal here: {exc.message} ({exc.code})",
                     event,
                     event.get("seat"),
                 )
                 raise _Stop from None
+            if isinstance(result, Flagged):
+                self.problem(
+                    f"{event['type']} came after its player's deadline ({self.state.deadline_ms})",
+                    event,
+                    event.get("seat"),
+                )
+                raise _Stop
+            self.state, produced = result
             self._compare(produced[0], event)
             pending = produced[1:]
             self.on_step(self.round_no, event, self.state)

@@ -6,7 +6,9 @@ seed) before the round is over; in a pass-and-play hand-over no hand is shown at
 
 from __future__ import annotations
 
+from .auction import net_payment
 from .legal import legal_plays, offer_range
+from .play import play_score
 from .state import AUCTION, CLOCK_RUNNING_PHASES, HANDOVER, PLAY, READY, MatchState
 
 
@@ -23,7 +25,7 @@ def view(state: MatchState, seat: int | None) -> dict:
         "hand_counts": [len(state.hands[0]), len(state.hands[1])],
         "boneyard_count": len(state.boneyard),
         "commitment": state.deal.commitment,
-        "layout": layout_view(state.layout),
+        "layout": state.layout.to_view(),
         "balances": list(state.balances),
         "banks_ms": list(state.banks_ms),
         "clock": clock_view(state),
@@ -37,30 +39,6 @@ def view(state: MatchState, seat: int | None) -> dict:
         "result": None
         if state.result is None
         else {"winner": state.result.winner, "reason": state.result.reason},
-    }
-
-
-def layout_view(layout) -> dict:
-    return {
-        "tiles": [
-            {
-                "tile": list(p.tile),
-                "place": None
-                if p.place is None
-                else {"tile": list(p.place[0]), "side": p.place[1]},
-                "joined": p.joined,
-            }
-            for p in layout.placements
-        ],
-        "spinner": None if layout.spinner is None else list(layout.spinner),
-        "places": [
-            {"tile": list(tile), "side": side, "value": value}
-            for tile, side, value in layout.open_places
-        ],
-        "counted": [
-            {"tile": list(c.tile), "side": c.side, "value": c.value} for c in layout.counted()
-        ],
-        "end_total": layout.end_total(),
     }
 
 
@@ -85,18 +63,26 @@ def legal_view(state: MatchState, seat: int) -> dict:
     """The seat's choices, compact enough for a client to draw its controls."""
     plays: dict = {}
     for tile, place in legal_plays(state, seat):
-        plays.setdefault(tuple(tile), []).append(
-            None if place is None else {"tile": list(place[0]), "side": place[1]}
-        )
+        places, scores = plays.setdefault(tuple(tile), ([], []))
+        places.append(None if place is None else {"tile": list(place[0]), "side": place[1]})
+        scores.append(play_score(state.layout, tile, place))
     deciding = seat == state.decider and state.phase in CLOCK_RUNNING_PHASES
     offers = offer_range(state, seat)
     auction_open = deciding and state.phase == AUCTION
     return {
         "start": state.phase in (READY, HANDOVER),
-        "plays": [{"tile": list(tile), "places": places} for tile, places in plays.items()],
+        # ``scores[i]`` is what playing the tile at ``places[i]`` would score.
+        "plays": [
+            {"tile": list(tile), "places": places, "scores": scores}
+            for tile, (places, scores) in plays.items()
+        ],
         "draw": deciding and state.phase == PLAY and not plays,
         "waive": auction_open and state.auction.offer is None,
         "accept": auction_open and state.auction.offer is not None,
         "offer": {"min": offers.start, "max": offers[-1], "step": offers.step} if offers else None,
+        # Each allowed amount with what it would cost this seat (the jockey's discount applied).
+        "offers": [
+            {"amount": amount, "cost": net_payment(state.jockey, seat, amount)} for amount in offers
+        ],
         "resign": state.result is None,
     }

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from django.conf import settings
 from redis.exceptions import RedisError
 
-from config.redis_clients import async_redis, sync_redis
+from realtime.redis_clients import async_redis, sync_redis
+
+from .models import TimingFault
 
 ARRIVALS_KEY = "sbo:arrivals:{match_id}"
 PENDING_TTL_MS = 60_000  # a pending arrival older than this was lost with its process
@@ -84,6 +86,14 @@ def now_ms() -> int:
     return authority_ms(sync_redis().time())
 
 
+async def authority_now_or_none() -> int | None:
+    """The authority's time for a client's clock sync, or None while it cannot be read."""
+    try:
+        return authority_ms(await async_redis().time())
+    except RedisError:
+        return None
+
+
 def now_ms_or_wall() -> int:
     """The authority's time, or this machine's wall clock when the authority cannot be read
     (voiding a match for a timing fault must work even then)."""
@@ -101,6 +111,18 @@ async def stamp_arrival(match_id: str) -> Arrival:
         _STAMP, 1, ARRIVALS_KEY.format(match_id=match_id), token, PENDING_TTL_MS
     )
     return Arrival(match_id, token, int(at_ms), monotonic_ms() - started)
+
+
+def suspicions(arrival: Arrival) -> list[tuple[str, dict]]:
+    """What this stamp suggests about the service's own timekeeping: a stamp that took too
+    long to get, or an authority that moved unlike this process's monotonic clock."""
+    found = []
+    if arrival.lag_ms > setting_ms("STAMP_LATE_TOLERANCE_MS", 2_000):
+        found.append((TimingFault.Kind.LATE_STAMP, {"lag_ms": round(arrival.lag_ms, 1)}))
+    suspicion = WATCH.observe(arrival.at_ms, monotonic_ms() - arrival.lag_ms / 2)
+    if suspicion is not None:
+        found.append(suspicion)
+    return found
 
 
 async def release_arrival(arrival: Arrival) -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from engine import (
     BOTS,
-    IllegalCommand,
+    Flagged,
     add_events,
     add_round,
     apply,
@@ -88,12 +88,9 @@ def play_match(
                 rng.randint(300, 2_000) if command["type"] == "draw" else think_ms(rng, slow_chance)
             )
             if now >= state.deadline_ms:
-                try:
-                    apply(state, seat, command, now)
-                except IllegalCommand as exc:
-                    assert exc.code == "time_over"
-                else:
-                    raise AssertionError("a command at or after the deadline was accepted")
+                flagged = apply(state, seat, command, now)
+                assert isinstance(flagged, Flagged), "a command at or after the deadline applied"
+                assert flagged.events[-1]["at_ms"] == state.deadline_ms
                 seat, command = None, {"type": "abandon" if roll < 0.5 else "timeout"}
         before = state
         state, events = apply(state, seat, command, now)

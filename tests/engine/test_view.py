@@ -32,6 +32,7 @@ def test_seat_1_sees_its_own_hand_and_its_choices():
         {
             "tile": [0, 6],
             "places": [{"tile": [6, 6], "side": "chain_a"}, {"tile": [6, 6], "side": "chain_b"}],
+            "scores": [0, 0],
         }
     ]
     assert seen["layout"]["end_total"] == 12

@@ -25,8 +25,8 @@ from django.contrib.auth import get_user_model
 
 import engine
 from accounts.models import RatingChange
+from clients.match_client import STANDING_PHASES, MatchClient, choose
 from matches import services, timekeeping
-from matches.botclient import STANDING_PHASES, MatchClient, choose
 from matches.models import Match, TimingFault
 from matches.selectors import match_state
 from tests.matches.conftest import (  # noqa: F401

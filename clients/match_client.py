@@ -2,9 +2,9 @@
 
 ``MatchClient`` keeps the latest state message, every event in order (asking for a resync when
 it sees a gap) and the replies to its commands. ``choose`` picks a decision from a seat's view
-alone: ``random`` among the legal ones, or ``greedy`` (the most points now, by playing each
-candidate on the layout rebuilt from the view). ``play_match`` plays a whole match with them.
-The ``botmatch`` command, the end-to-end tests and load tools share it.
+alone: ``random`` among the legal ones, or ``greedy`` (engine.GreedyBot's choices, made from the
+scores and costs the view carries: a client does no rules arithmetic). ``play_match`` plays a
+whole match with them. The ``botmatch`` command, the end-to-end tests and load tools share it.
 """
 
 from __future__ import annotations
@@ -16,9 +16,7 @@ from urllib.parse import urlsplit
 
 import websockets
 
-from engine.bots import points_for
-from engine.layout import Layout, Placement
-from engine.rules import net_payment
+from engine.bots import GreedyBot
 
 RUNNING_PHASES = ("auction", "play")
 STANDING_PHASES = ("ready", "handover")
@@ -26,7 +24,6 @@ RATE_LIMITED_BACKOFF_S = 0.2  # the server refills 10 messages a second
 # Nothing changed: decide again (stale_cseq: with a cseq above the one another device used).
 RETRY_CODES = ("rate_limited", "busy", "time_unavailable", "unavailable", "stale_cseq")
 STALE_AFTER_S = 2.0  # a wait this long without news: ping, in case a broadcast was lost
-GREEDY_TEMPO = 10  # what opening a round is worth beyond its score (as engine.GreedyBot)
 
 
 def ws_url_of(base_url: str, match_id) -> str:
@@ -244,24 +241,12 @@ class MatchClient:
 # --- choosing from a view ----------------------------------------------------------------
 
 
-def layout_from_view(layout: dict) -> Layout:
-    """The engine's layout rebuilt from the public ``view["layout"]`` (no secrets needed)."""
-    placements = tuple(
-        Placement(
-            tuple(t["tile"]),
-            None if t["place"] is None else (tuple(t["place"]["tile"]), t["place"]["side"]),
-            t["joined"],
-        )
-        for t in layout["tiles"]
-    )
-    open_places = tuple((tuple(p["tile"]), p["side"], p["value"]) for p in layout["places"])
-    spinner = None if layout["spinner"] is None else tuple(layout["spinner"])
-    return Layout(placements, open_places, spinner)
-
-
-def play_options(view: dict) -> list[tuple[list, dict | None]]:
+def play_options(view: dict) -> list[tuple[list, dict | None, int]]:
+    """Every legal (tile, place, score) of the seat's view."""
     return [
-        (option["tile"], place) for option in view["legal"]["plays"] for place in option["places"]
+        (option["tile"], place, score)
+        for option in view["legal"]["plays"]
+        for place, score in zip(option["places"], option["scores"], strict=True)
     ]
 
 
@@ -276,45 +261,27 @@ def choose(view: dict, strategy: str, rng: random.Random) -> dict:
     if not options:
         return {"type": "draw"}
     if strategy == "random":
-        tile, place = rng.choice(options)
+        tile, place, _score = rng.choice(options)
     else:
-        layout = layout_from_view(view["layout"])
-        tile, place = max(options, key=lambda option: _play_value(layout, *option))
+        tile, place, _score = max(
+            options, key=lambda option: GreedyBot.play_value(option[2], *option[:2])
+        )
     return {"type": "play", "tile": tile, "place": place}
 
 
-def _play_value(layout: Layout, tile: list, place: dict | None) -> tuple:
-    tile = tuple(tile)
-    if place is None:
-        after = layout.open_with(tile)
-    else:
-        spot = (tuple(place["tile"]), place["side"])
-        after = layout.play(tile, spot, layout.open_value(spot))
-    return (points_for(after.end_total()), tile[0] + tile[1], tile)
-
-
 def _random_bid(legal: dict, rng: random.Random) -> dict:
-    offers = legal["offer"]
-    if offers and rng.random() < 0.5:
-        return {
-            "type": "offer",
-            "amount": rng.randrange(offers["min"], offers["max"] + 1, offers["step"]),
-        }
+    if legal["offers"] and rng.random() < 0.5:
+        return {"type": "offer", "amount": rng.choice(legal["offers"])["amount"]}
     return {"type": "waive" if legal["waive"] else "accept"}
 
 
 def _greedy_bid(view: dict) -> dict:
-    """Offer what opening is worth to this hand (never the whole balance), else waive/accept."""
+    """engine.GreedyBot's bid, from the offers and costs the view lists."""
     legal, seat = view["legal"], view["seat"]
-    worth = GREEDY_TEMPO + max(
-        points_for(Layout().open_with(tuple(t)).end_total()) for t in view["hand"]
-    )
-    offers = legal["offer"]
-    if offers:
-        for amount in range(offers["min"], offers["max"] + 1, offers["step"]):
-            cost = net_payment(view["jockey"], seat, amount)
-            if cost < view["balances"][seat] and cost <= worth:
-                return {"type": "offer", "amount": amount}
+    offers = [(offer["amount"], offer["cost"]) for offer in legal["offers"]]
+    amount = GreedyBot.bid(offers, view["balances"][seat], GreedyBot.opening_worth(view["hand"]))
+    if amount is not None:
+        return {"type": "offer", "amount": amount}
     return {"type": "waive" if legal["waive"] else "accept"}
 
 
