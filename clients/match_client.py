@@ -18,8 +18,6 @@ import websockets
 
 from engine.bots import GreedyBot
 
-RUNNING_PHASES = ("auction", "play")
-STANDING_PHASES = ("ready", "handover")
 RATE_LIMITED_BACKOFF_S = 0.2  # the server refills 10 messages a second
 # Nothing changed: decide again (stale_cseq: with a cseq above the one another device used).
 RETRY_CODES = ("rate_limited", "busy", "time_unavailable", "unavailable", "stale_cseq")
@@ -232,10 +230,14 @@ class MatchClient:
         """Is there something this seat should do now (press Start, or decide)?"""
         if self.state is None or self.over or self.seat is None:
             return False
-        view = self.view
-        if view["phase"] in STANDING_PHASES:
-            return self.state.get("starter") == self.seat
-        return view["phase"] in RUNNING_PHASES and view["to_act"] == self.seat
+        if self.clocks_stand:
+            return self.state["starter"] == self.seat
+        return self.view["clock"]["running"] and self.view["to_act"] == self.seat
+
+    @property
+    def clocks_stand(self) -> bool:
+        """The clocks stand until someone presses Start (the server names who: ``starter``)."""
+        return self.state is not None and self.state["starter"] is not None
 
 
 # --- choosing from a view ----------------------------------------------------------------
@@ -321,7 +323,7 @@ async def play_match(
         acted_at = client.state["seq"]
         if pace_ms:
             await asyncio.sleep(pace_ms / 1000)
-        if client.view["phase"] in STANDING_PHASES:
+        if client.clocks_stand:
             command = {"type": "start"}
         else:
             command = choose(client.view, strategy, rng)

@@ -416,7 +416,7 @@ def _commit_change(match: Match, state: engine.MatchState, events: list[dict], n
     """Append the events, deal the next round when one ended, store everything, and after
     commit tell everyone and arm the deadline."""
     engine.add_events(match.record, state, events)
-    if state.phase == "settled":
+    if state.round_over and state.result is None:  # a round ended: deal the next
         seed = engine.new_seed()
         state = engine.next_round(state, engine.deal_from_seed(seed))
         engine.add_round(match.record, state)
