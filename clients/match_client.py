@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import websockets
 
-from engine.bots import GreedyBot
+from engine.bots import BOTS
 
 RATE_LIMITED_BACKOFF_S = 0.2  # the server refills 10 messages a second
 # Nothing changed: decide again (stale_cseq: with a cseq above the one another device used).
@@ -243,48 +243,12 @@ class MatchClient:
 # --- choosing from a view ----------------------------------------------------------------
 
 
-def play_options(view: dict) -> list[tuple[list, dict | None, int]]:
-    """Every legal (tile, place, score) of the seat's view."""
-    return [
-        (option["tile"], place, score)
-        for option in view["legal"]["plays"]
-        for place, score in zip(option["places"], option["scores"], strict=True)
-    ]
-
-
 def choose(view: dict, strategy: str, rng: random.Random) -> dict:
-    """A decision for the seat whose view this is (it must be that seat's turn)."""
-    if strategy not in ("random", "greedy"):
+    """A decision for the seat whose view this is (it must be that seat's turn), by the engine's
+    bot of that name, from the view alone."""
+    if strategy not in BOTS:
         raise ValueError(f"no strategy {strategy!r}")
-    legal = view["legal"]
-    if view["phase"] == "auction":
-        return _greedy_bid(view) if strategy == "greedy" else _random_bid(legal, rng)
-    options = play_options(view)
-    if not options:
-        return {"type": "draw"}
-    if strategy == "random":
-        tile, place, _score = rng.choice(options)
-    else:
-        tile, place, _score = max(
-            options, key=lambda option: GreedyBot.play_value(option[2], *option[:2])
-        )
-    return {"type": "play", "tile": tile, "place": place}
-
-
-def _random_bid(legal: dict, rng: random.Random) -> dict:
-    if legal["offers"] and rng.random() < 0.5:
-        return {"type": "offer", "amount": rng.choice(legal["offers"])["amount"]}
-    return {"type": "waive" if legal["waive"] else "accept"}
-
-
-def _greedy_bid(view: dict) -> dict:
-    """engine.GreedyBot's bid, from the offers and costs the view lists."""
-    legal, seat = view["legal"], view["seat"]
-    offers = [(offer["amount"], offer["cost"]) for offer in legal["offers"]]
-    amount = GreedyBot.bid(offers, view["balances"][seat], GreedyBot.opening_worth(view["hand"]))
-    if amount is not None:
-        return {"type": "offer", "amount": amount}
-    return {"type": "waive" if legal["waive"] else "accept"}
+    return BOTS[strategy]().choose_from_view(view, rng)
 
 
 async def _wait_for_turn(client: MatchClient, acted_at, timeout: float) -> None:

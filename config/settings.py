@@ -275,6 +275,19 @@ CELERY_BEAT_SCHEDULE["lobby-quick-pair"] = {
     "options": {"expires": 1.0},
 }
 
+# --- The computer player (matches/computer.py) ---------------------------------------------
+# Its thinking budget per decision, per level (the expert's search; the others do not search).
+COMPUTER_BUDGET_MS = {"expert": env_int("COMPUTER_EXPERT_BUDGET_MS", 1_000)}
+# A short pause before each of its moves, so that a person sees what happens.
+COMPUTER_PAUSE_MS = env_int("COMPUTER_PAUSE_MS", 600)
+# A computer turn no worker took within this long is queued again (a lost task, a dead worker).
+COMPUTER_OVERDUE_MS = env_int("COMPUTER_OVERDUE_MS", 10_000)
+CELERY_BEAT_SCHEDULE["computer-overdue"] = {
+    "task": "matches.tasks.computer_overdue",
+    "schedule": 5.0,
+    "options": {"expires": 5.0},
+}
+
 # --- Accounts: sign-in protection (django-axes; accounts/lockout.py) ------------------------
 # Failed sign-ins (every authenticate(): the site's and the admin's) are counted in the database
 # per account from one address and per address. Reaching either limit refuses sign-in from that

@@ -1,5 +1,7 @@
-"""Computer players: a random legal one and a greedy one. Both choose from ``legal_decisions``,
-so they can never send an illegal command."""
+"""Computer players: a random legal one and a greedy one. Each chooses either from the state
+(``choose``: fast, for simulations; it reads nothing but its own hand and the table) or from its
+seat's view alone (``choose_from_view``: for the server's computer player and for clients, with
+the scores and costs the view carries). Both choose among legal decisions only."""
 
 from __future__ import annotations
 
@@ -27,6 +29,18 @@ class RandomBot:
         plays = legal_plays(state, seat)
         return play_command(*rng.choice(plays)) if plays else {"type": "draw"}
 
+    def choose_from_view(self, seen: dict, rng: random.Random) -> dict:
+        legal = seen["legal"]
+        if seen["phase"] == AUCTION:
+            if legal["offers"] and rng.random() < 0.5:
+                return {"type": "offer", "amount": rng.choice(legal["offers"])["amount"]}
+            return {"type": "waive" if legal["waive"] else "accept"}
+        options = view_plays(seen)
+        if not options:
+            return {"type": "draw"}
+        tile, place, _score = rng.choice(options)
+        return {"type": "play", "tile": tile, "place": place}
+
 
 class GreedyBot:
     """Takes the most points now (then sheds the heaviest tile); in the auction it offers what
@@ -45,6 +59,21 @@ class GreedyBot:
             plays, key=lambda option: self.play_value(play_score(state.layout, *option), *option)
         )
         return play_command(tile, place)
+
+    def choose_from_view(self, seen: dict, rng: random.Random) -> dict:
+        legal = seen["legal"]
+        if seen["phase"] == AUCTION:
+            offers = [(offer["amount"], offer["cost"]) for offer in legal["offers"]]
+            worth = self.opening_worth(seen["hand"])
+            amount = self.bid(offers, seen["balances"][seen["seat"]], worth)
+            if amount is not None:
+                return {"type": "offer", "amount": amount}
+            return {"type": "waive" if legal["waive"] else "accept"}
+        options = view_plays(seen)
+        if not options:
+            return {"type": "draw"}
+        tile, place, _score = max(options, key=lambda o: self.play_value(o[2], o[0], o[1]))
+        return {"type": "play", "tile": tile, "place": place}
 
     @staticmethod
     def play_value(score: int, tile, place) -> tuple:
@@ -73,6 +102,15 @@ class GreedyBot:
         if amount is not None:
             return {"type": "offer", "amount": amount}
         return {"type": "waive" if state.auction.offer is None else "accept"}
+
+
+def view_plays(seen: dict) -> list[tuple[list, dict | None, int]]:
+    """Every legal (tile, place, score) of a seat's view."""
+    return [
+        (option["tile"], place, score)
+        for option in seen["legal"]["plays"]
+        for place, score in zip(option["places"], option["scores"], strict=True)
+    ]
 
 
 BOTS = {"random": RandomBot, "greedy": GreedyBot}

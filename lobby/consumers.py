@@ -72,6 +72,11 @@ def _call(kind: str, user, content: dict):
         return services.quick_join(user=user, now_ms=now_ms())
     if kind == "quick_leave":
         return services.quick_leave(user=user)
+    if kind == "computer_start":
+        level = content.get("level")
+        if not isinstance(level, str):
+            raise services.LobbyError("bad_message", "level is a string")
+        return services.computer_start(user=user, level=level, rated=_flag(content, "rated"))
     if kind == "hotseat_start":
         return services.hotseat_start(user=user)
     raise services.LobbyError("unknown_request", "unknown request")

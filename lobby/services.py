@@ -18,7 +18,7 @@ from functools import partial
 from django.db import transaction
 
 from accounts.models import User
-from accounts.services import users_locked
+from accounts.services import AccountError, computer_player, users_locked
 from engine import Rejection
 from lobby import broadcast
 from lobby.models import Challenge, QuickEntry, Seek
@@ -277,6 +277,23 @@ def _quick_start(a_id: int, b_id: int) -> Match | None:
 
 
 # --- pass-and-play, leaving ----------------------------------------------------------------
+
+
+def computer_start(*, user: User, level: str, rated: bool) -> Match:
+    """A match against the computer at ``level`` (it plays server-side, through the same match
+    service as people); rated only for a player on the ladder."""
+    try:
+        computer = computer_player(level=level)
+    except AccountError as exc:
+        raise LobbyError(exc.code, exc.message) from None
+    with transaction.atomic():
+        me = users_locked(user.pk)[user.pk]
+        _check_free(me)
+        if me.is_computer:
+            raise LobbyError("not_a_person", "the computer does not play itself")
+        if rated:
+            _check_ladder(me)
+        return _start(me, computer, rated=rated)
 
 
 def hotseat_start(*, user: User) -> Match:

@@ -52,6 +52,8 @@ class Match(models.Model):
     cseq0 = models.BigIntegerField(default=0)
     cseq1 = models.BigIntegerField(default=0)
     recent_cseqs = models.JSONField(default=dict)
+    # The seat the computer plays (matches/computer.py), or None between people.
+    computer_seat = models.PositiveSmallIntegerField(null=True, blank=True)
     # Copies of the record's final numbers, so archive lists never read the record itself.
     balances = models.JSONField(default=list)
     round_count = models.PositiveSmallIntegerField(default=1)

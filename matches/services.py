@@ -31,6 +31,7 @@ from .selectors import match_state
 log = logging.getLogger(__name__)
 
 RECHECK_FAULT_TASK = "matches.tasks.recheck_fault"
+COMPUTER_TURN_TASK = "matches.tasks.computer_turn"
 
 RECENT_CSEQS = 64  # applied cseqs kept per seat, to tell a resend from a stale command
 
@@ -86,6 +87,9 @@ def match_create(
         hotseat=mode == Match.Mode.HOTSEAT,
     )
     match = Match(mode=mode, rated=rated, player0=player0, player1=player1, secret_seed=seed)
+    match.computer_seat = next(
+        (seat for seat, p in enumerate((player0, player1)) if p.computer_level), None
+    )
     match.record = engine.new_record(
         state,
         match_id=str(match.id),
@@ -93,8 +97,8 @@ def match_create(
         rated=rated,
         created_at=engine.iso_timestamp(now_ms),
         players=[
-            {"seat": 0, "username": player0.username},
-            {"seat": 1, "username": player1.username},
+            {"seat": seat, "username": player.username, "computer": player.computer_level or None}
+            for seat, player in enumerate((player0, player1))
         ],
     )
     _store(match, state, now_ms)
@@ -455,3 +459,26 @@ def _after_commit(match: Match, state: engine.MatchState, events: list[dict]) ->
     except Exception:  # the sweeper rebuilds deadlines from the database
         log.exception("could not arm the deadline of match %s", match.pk)
     broadcast.publish(match, state, events)
+    if computer_to_act(match, state):
+        queue_computer_turn(str(match.id), state.seq)
+
+
+def computer_to_act(match: Match, state: engine.MatchState) -> bool:
+    """Is it the computer's turn to press Start or to decide?"""
+    if match.computer_seat is None or state.result is not None:
+        return False
+    starter = engine.starter(state)
+    return match.computer_seat == (state.decider if starter is None else starter)
+
+
+def queue_computer_turn(match_id: str, seq: int) -> None:
+    """Ask a worker to play the computer's turn at event ``seq`` (matches/computer.py); by name,
+    since the tasks call the services and not the other way round."""
+    try:
+        current_app.send_task(
+            COMPUTER_TURN_TASK,
+            (match_id, seq),
+            countdown=timekeeping.setting_ms("COMPUTER_PAUSE_MS", 600) / 1000,
+        )
+    except Exception:  # the sweeper queues overdue computer turns again
+        log.exception("could not queue the computer's turn in match %s", match_id)

@@ -105,12 +105,27 @@ def now_ms_or_wall() -> int:
 
 async def stamp_arrival(match_id: str) -> Arrival:
     """Stamp a command's arrival and register it as pending for its match."""
-    token = uuid.uuid4().hex
-    started = monotonic_ms()
-    at_ms = await async_redis().eval(
-        _STAMP, 1, ARRIVALS_KEY.format(match_id=match_id), token, PENDING_TTL_MS
-    )
+    token, started = uuid.uuid4().hex, monotonic_ms()
+    at_ms = await async_redis().eval(*_stamp_args(match_id, token))
     return Arrival(match_id, token, int(at_ms), monotonic_ms() - started)
+
+
+def stamp_arrival_sync(match_id: str) -> Arrival:
+    """``stamp_arrival`` for a command made inside the server (the computer's)."""
+    token, started = uuid.uuid4().hex, monotonic_ms()
+    at_ms = sync_redis().eval(*_stamp_args(match_id, token))
+    return Arrival(match_id, token, int(at_ms), monotonic_ms() - started)
+
+
+def release_arrival_sync(arrival: Arrival) -> None:
+    try:
+        sync_redis().zrem(ARRIVALS_KEY.format(match_id=arrival.match_id), arrival.token)
+    except RedisError:
+        pass  # a pending arrival that is not released expires after PENDING_TTL_MS
+
+
+def _stamp_args(match_id: str, token: str) -> tuple:
+    return (_STAMP, 1, ARRIVALS_KEY.format(match_id=match_id), token, PENDING_TTL_MS)
 
 
 def suspicions(arrival: Arrival) -> list[tuple[str, dict]]:
