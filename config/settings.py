@@ -288,6 +288,9 @@ CELERY_BEAT_SCHEDULE["computer-overdue"] = {
     "options": {"expires": 5.0},
 }
 
+# The expert's budget per decision when it analyses a finished match (matches/analysis.py).
+ANALYSIS_BUDGET_MS = env_int("ANALYSIS_BUDGET_MS", 50)
+
 # --- Accounts: sign-in protection (django-axes; accounts/lockout.py) ------------------------
 # Failed sign-ins (every authenticate(): the site's and the admin's) are counted in the database
 # per account from one address and per address. Reaching either limit refuses sign-in from that

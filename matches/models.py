@@ -126,3 +126,25 @@ class TimingFault(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} in {self.match_id} ({self.status})"
+
+
+class MatchAnalysis(models.Model):
+    """The expert's analysis of a finished match (engine.analyse): computed once, by a Celery
+    task, from each player's view at the time only, and kept."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        DONE = "done"
+        FAILED = "failed"
+
+    match = models.OneToOneField(
+        Match, on_delete=models.CASCADE, primary_key=True, related_name="analysis"
+    )
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    budget_ms = models.PositiveIntegerField()
+    result = models.JSONField(null=True, blank=True)
+    requested_at = models.DateTimeField(auto_now_add=True)
+    computed_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"analysis of {self.match_id} ({self.status})"

@@ -9,7 +9,7 @@ import time
 from celery import shared_task
 from django.conf import settings
 
-from . import computer, deadlines, scheduler, services, timekeeping, webbeats
+from . import analysis, computer, deadlines, scheduler, services, timekeeping, webbeats
 from .models import TimingFault
 
 log = logging.getLogger(__name__)
@@ -42,6 +42,12 @@ def computer_overdue() -> int:
     return computer.overdue_turns(
         now_ms=timekeeping.now_ms(), older_than_ms=settings.COMPUTER_OVERDUE_MS
     )
+
+
+@shared_task(ignore_result=True)
+def analyse_match(match_id: str) -> str:
+    """The expert's analysis of a finished match (matches/analysis.py)."""
+    return analysis.analysis_compute(match_id=match_id)
 
 
 @shared_task(ignore_result=True)
