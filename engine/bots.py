@@ -74,4 +74,7 @@ class GreedyBot:
         return {"type": "waive" if offer is None else "accept"}
 
 
-BOTS = {"random": RandomBot, "greedy": GreedyBot}
+# Imported here, after the simple bots: the expert is built on the rest of the engine.
+from .expert import ExpertBot  # noqa: E402
+
+BOTS = {"random": RandomBot, "greedy": GreedyBot, "expert": ExpertBot}
