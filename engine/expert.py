@@ -24,8 +24,9 @@ cost``, and a waive ``V(them)``; so the expert raises (by the minimum) only whil
 worth more than what it would receive by letting the opponent open, and it never offers its
 whole balance (paying it loses the match).
 
-The budget is a number of simulated rounds, ``budget_ms * PLAYOUTS_PER_MS`` (calibrated on a
-2-core development machine), not a wall-clock deadline: that keeps every decision a
+The budget is turned into a number of simulated rounds by a cost model calibrated on the
+2-core development machine (a playout of a whole round costs about ``ROUND_PLAYOUT_US``, a
+shorter rest of a round less), not into a wall-clock deadline: that keeps every decision a
 deterministic function of the views and the random generator, whatever the machine's load.
 """
 
@@ -41,7 +42,10 @@ from .tiles import FULL_SET, Tile, opening_rank
 from .view import view
 
 DEFAULT_BUDGET_MS = 20
-PLAYOUTS_PER_MS = 12  # greedy playouts of the rest of a round per millisecond of one core
+ROUND_PLAYOUT_US = 120  # one core's time for a greedy playout of a whole round (28 tiles)
+PLAYOUT_OVERHEAD_US = 25  # sampling a deal and setting up a playout, however short
+# The cost of a playout grows faster than the number of tiles left: more tiles, more options.
+COST_EXPONENT = 1.67
 
 # The tiles that hold a given pip value.
 _TILES_WITH = {value: frozenset(t for t in FULL_SET if value in t) for value in range(7)}
@@ -194,12 +198,19 @@ def estimate(
     seen: dict, knowledge: Knowledge, rng: random.Random, budget_ms: float
 ) -> list[tuple[dict, float]]:
     """Every option of the view with its expected points for the seat (the change of its balance
-    until the round ends), from ``budget_ms * PLAYOUTS_PER_MS`` simulated rounds."""
+    until the round ends), from as many simulated rounds as ``budget_ms`` allows."""
     choices = options(seen)
-    playouts = max(2, round(budget_ms * PLAYOUTS_PER_MS))
+    playouts = playouts_for(seen, budget_ms)
     if seen["phase"] == AUCTION:
         return _auction_estimates(seen, knowledge, rng, choices, playouts)
     return _play_estimates(seen, knowledge, rng, choices, playouts)
+
+
+def playouts_for(seen: dict, budget_ms: float) -> int:
+    """How many playouts of the rest of this round fit in ``budget_ms`` of one core."""
+    tiles_left = sum(seen["hand_counts"]) + seen["boneyard_count"]
+    cost_us = PLAYOUT_OVERHEAD_US + ROUND_PLAYOUT_US * (tiles_left / 28) ** COST_EXPONENT
+    return max(2, round(budget_ms * 1000 / cost_us))
 
 
 def _sim_for(seen: dict, knowledge: Knowledge, rng: random.Random, opener: int | None) -> Sim:
@@ -257,8 +268,10 @@ def opening_values(seen, knowledge, rng, playouts: int) -> tuple[float, float]:
     worlds = max(1, playouts // 2)
     totals = [0, 0]
     for _ in range(worlds):
+        world = _sim_for(seen, knowledge, rng, seat)
         for index, opener in enumerate((seat, 1 - seat)):
-            sim = _sim_for(seen, knowledge, rng, opener)
+            sim = world.copy()
+            sim.turn = opener
             sim.play_out()
             totals[index] += sim.balances[seat] - before
     return totals[0] / worlds, totals[1] / worlds
