@@ -176,13 +176,12 @@ def _deal_slots(slots, pool: list[Tile], rng: random.Random) -> list[Tile] | Non
 
 
 def options(seen: dict) -> list[dict]:
-    """The decisions open to the seat whose view this is, as commands."""
+    """The decisions open to the seat whose view this is (at its decision), as commands."""
     legal = seen["legal"]
     if seen["phase"] == AUCTION:
         first = [{"type": "waive" if legal["waive"] else "accept"}]
+        # The server decides at once for a player who could not offer: a decision has offers.
         offers = legal["offer"]
-        if not offers:
-            return first
         amounts = range(offers["min"], offers["max"] + 1, offers["step"])
         return first + [{"type": "offer", "amount": amount} for amount in amounts]
     if legal["draw"]:

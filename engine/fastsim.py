@@ -251,8 +251,7 @@ class Sim:
             self._pass()
 
     def _can_play(self, seat: int) -> bool:
-        if not self.places:
-            return True
+        # Only asked after a play, so the layout is never empty here.
         values = {place[2] for place in self.places}
         for low, high in self.hands[seat]:
             if low in values or high in values:
