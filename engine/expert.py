@@ -197,7 +197,8 @@ def estimate(
     seen: dict, knowledge: Knowledge, rng: random.Random, budget_ms: float
 ) -> list[tuple[dict, float]]:
     """Every option of the view with its expected points for the seat (the change of its balance
-    until the round ends), from as many simulated rounds as ``budget_ms`` allows."""
+    until the round ends), from as many simulated rounds as ``budget_ms`` allows. The view is
+    of an auction decision or of a choice of plays (a draw is never a choice)."""
     choices = options(seen)
     playouts = playouts_for(seen, budget_ms)
     if seen["phase"] == AUCTION:
@@ -241,10 +242,7 @@ def _play_estimates(seen, knowledge, rng, choices, playouts) -> list[tuple[dict,
         world = _sim_for(seen, knowledge, rng, None)
         for index, command in enumerate(choices):
             sim = world.copy()
-            if command["type"] == "draw":
-                sim.draw()
-            else:
-                sim.play(_tile(command["tile"]), _index_of(sim, command["place"]))
+            sim.play(_tile(command["tile"]), _index_of(sim, command["place"]))
             sim.play_out()
             totals[index] += sim.balances[seat] - before
     return [(command, total / worlds) for command, total in zip(choices, totals, strict=True)]
