@@ -4,9 +4,11 @@
 ``view(state, seat)`` is what a seat (or, with None, a spectator) may know.
 """
 
+from .analysis import analyse
 from .bots import BOTS, GreedyBot, RandomBot
 from .clock import ClockConfig
 from .errors import IllegalCommand
+from .expert import ExpertBot
 from .legal import legal_commands, legal_decisions, legal_plays
 from .record import add_events, add_round, iso_timestamp, new_record, status_of
 from .replay import Problem, ReplayError, audit, replay
@@ -19,6 +21,7 @@ __all__ = [
     "BOTS",
     "ClockConfig",
     "Deal",
+    "ExpertBot",
     "GreedyBot",
     "IllegalCommand",
     "MatchState",
@@ -27,6 +30,7 @@ __all__ = [
     "ReplayError",
     "add_events",
     "add_round",
+    "analyse",
     "apply",
     "audit",
     "commitment_of",
