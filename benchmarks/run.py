@@ -1,6 +1,6 @@
 """``make bench``: run the benchmarks and write their JSON results under benchmarks/results/.
 
-Usage: ``python -m benchmarks.run [engine|api ...]`` (all of them when none is named).
+Usage: ``python -m benchmarks.run [engine|api|tournament ...]`` (all of them when none is named).
 """
 
 from __future__ import annotations
@@ -26,10 +26,20 @@ def _api() -> dict:
     return run()
 
 
-BENCHMARKS = {"engine": _engine, "api": _api}
+def _tournament() -> dict:
+    from benchmarks.tournament_bench import run
+
+    return run()
+
+
+BENCHMARKS = {"engine": _engine, "api": _api, "tournament": _tournament}
 
 
 def main(names: list[str]) -> int:
+    unknown = [name for name in names if name not in BENCHMARKS]
+    if unknown:
+        print(f"no benchmark {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
+        return 2
     RESULTS.mkdir(exist_ok=True)
     for name in names or list(BENCHMARKS):
         result = BENCHMARKS[name]()

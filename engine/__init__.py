@@ -5,9 +5,11 @@ is the only way a match changes; ``view(state, seat)`` is what a seat (or, with 
 spectator) may know, including everything a client needs to draw its controls.
 """
 
+from .analysis import analyse
 from .bots import BOTS, GreedyBot, RandomBot
 from .clock import ClockConfig
 from .errors import IllegalCommand, Rejection
+from .expert import ExpertBot
 from .legal import legal_commands, legal_decisions, legal_plays
 from .record import add_events, add_round, iso_timestamp, new_record, status_of
 from .replay import Problem, ReplayError, audit, replay
@@ -35,6 +37,7 @@ __all__ = [
     "BOTS",
     "ClockConfig",
     "Deal",
+    "ExpertBot",
     "GreedyBot",
     "IllegalCommand",
     "MatchState",
@@ -43,6 +46,7 @@ __all__ = [
     "ReplayError",
     "add_events",
     "add_round",
+    "analyse",
     "apply",
     "audit",
     "commitment_of",

@@ -113,4 +113,7 @@ def view_plays(seen: dict) -> list[tuple[list, dict | None, int]]:
     ]
 
 
-BOTS = {"random": RandomBot, "greedy": GreedyBot}
+# Imported here, after the simple bots: the expert is built on the rest of the engine.
+from .expert import ExpertBot  # noqa: E402
+
+BOTS = {"random": RandomBot, "greedy": GreedyBot, "expert": ExpertBot}

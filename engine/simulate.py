@@ -12,7 +12,6 @@ import random
 
 from .bots import BOTS
 from .clock import ClockConfig
-from .errors import IllegalCommand
 from .record import add_events, add_round, iso_timestamp, new_record
 from .rules import apply, new_match, next_round
 from .shuffle import deal_from_seed
@@ -70,14 +69,8 @@ def simulate_match(index: int, seed: int | str, bot_names=("random", "random"), 
             seat = state.decider
             command = bots[seat].choose(state, seat, rng)
             now += thinkers[seat].decision_ms(command)
-        try:
-            state, events = apply(state, seat, command, now)
-        except IllegalCommand as exc:
-            if exc.code != "time_over":
-                raise
-            # The command came too late; the server's timeout fires shortly after the deadline.
-            now = state.deadline_ms + rng.randint(1, 40)
-            state, events = apply(state, None, {"type": "timeout"}, now)
+        # A command that came too late is Flagged: the timeout at the deadline.
+        state, events = apply(state, seat, command, now)
         add_events(record, state, events)
     return record
 

@@ -184,6 +184,13 @@ def unexpected_pass(record):
     )
 
 
+def decision_after_the_deadline(record):
+    round_record, index, event = first_play_of_a_turn(record)
+    turn_start = round_record["events"][index - 1]["at_ms"]
+    clock = record["clock"]
+    event["at_ms"] = turn_start + clock["delay_ms"] + clock["bank_ms"] + 1
+
+
 def unexpected_auto_play(record):
     _, _, event = first_play_of_a_turn(record)
     event["auto"] = True
@@ -214,6 +221,7 @@ CORRUPTIONS = [
     (missing_auto_pass, "pass"),
     (unexpected_pass, "unexpected pass: the rules did not call for it here"),
     (unexpected_auto_play, "unexpected play"),
+    (decision_after_the_deadline, "came after its player's deadline"),
 ]
 
 
