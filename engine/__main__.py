@@ -21,14 +21,22 @@ def main(argv=None) -> int:
     sim.add_argument("--matches", type=int, default=1)
     sim.add_argument("--seed", default="0")
     sim.add_argument("--bots", choices=("random", "greedy"), default="random")
-    check = commands.add_parser("check", help="replay match records and report every broken rule")
+    check = commands.add_parser(
+        "check",
+        help="replay match records and report every broken rule, then the fairness proof",
+    )
     check.add_argument("files", nargs="+")
+    check.add_argument(
+        "--rules-only",
+        action="store_true",
+        help="check the rules alone, not the seeds, commitments and contributions",
+    )
     args = parser.parse_args(argv)
     if args.command == "simulate":
         for record in simulate(args.matches, args.seed, (args.bots, args.bots)):
             sys.stdout.write(json.dumps(record, separators=(",", ":")) + "\n")
         return 0
-    return check_files(args.files, sys.stdout)
+    return check_files(args.files, sys.stdout, rules_only=args.rules_only)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,14 +1,28 @@
 """Computer players: a random legal one and a greedy one. Both choose from ``legal_decisions``,
-so they can never send an illegal command."""
+so they can never send an illegal command; each round they first send their contribution to the
+deal."""
 
 from __future__ import annotations
 
 import random
+import secrets
 
 from .layout import Layout
 from .legal import legal_plays, offer_range, play_command
 from .rules import net_payment
+from .shuffle import CONTRIBUTION_BYTES
 from .state import AUCTION, MatchState
+
+
+def contribution(rng: random.Random | None = None) -> dict:
+    """A bot's contribution to a deal: 32 bytes from the CSPRNG, like a browser's; a simulation
+    passes its own ``rng`` so that it replays exactly from its seed."""
+    value = (
+        secrets.token_hex(CONTRIBUTION_BYTES)
+        if rng is None
+        else rng.randbytes(CONTRIBUTION_BYTES).hex()
+    )
+    return {"type": "contribute", "value": value}
 
 
 def points_for(total: int) -> int:

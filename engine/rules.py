@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from .clock import ClockConfig
 from .errors import IllegalCommand
+from .fairness import check_dealing, contribute
 from .layout import SIDES, Layout, Place
 from .shuffle import Deal
 from .state import (
@@ -40,6 +41,8 @@ JOCKEY_DISCOUNT = 15
 
 PLAYER_DECISIONS = ("play", "draw", "offer", "accept", "waive")
 SERVER_COMMANDS = ("timeout", "abandon", "void")
+# Sent by a player, or by the server on a player's behalf when it is overdue.
+SERVER_OR_PLAYER_COMMANDS = ("start", "contribute")
 
 
 def new_match(deal: Deal, *, clock: ClockConfig | None = None, hotseat: bool = False) -> MatchState:
@@ -93,6 +96,7 @@ def apply(state: MatchState, seat: int | None, command: dict, now_ms: int):
     _check_sender(kind, seat)
     _check_time(state, now_ms)
     _check_not_over(state)
+    check_dealing(state, kind)
     draft = Draft(state)
     _HANDLERS[kind](draft, seat, command, now_ms)
     if state.hotseat and kind in PLAYER_DECISIONS:
@@ -116,7 +120,7 @@ def _check_sender(kind: str, seat) -> None:
     if kind in SERVER_COMMANDS:
         if seat is not None:
             raise IllegalCommand("server_only", f"only the server may send {kind!r}")
-    elif seat not in (0, 1) and not (kind == "start" and seat is None):
+    elif seat not in (0, 1) and not (kind in SERVER_OR_PLAYER_COMMANDS and seat is None):
         raise IllegalCommand("not_a_player", "only a seated player may send this command")
 
 
@@ -526,6 +530,7 @@ def _void(d: Draft, seat, command: dict, now_ms: int) -> None:
 
 
 _HANDLERS = {
+    "contribute": contribute,
     "start": _start,
     "play": _play,
     "draw": _draw,

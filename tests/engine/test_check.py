@@ -59,14 +59,10 @@ def illegal_placement(record):
 
 
 def mismatched_halves(record):
+    """A tile from the player's hand sharing no half with the one played there."""
     round_record, index, event = first_play_of_a_turn(record)
-    placed = {tuple(e["tile"]) for e in round_record["events"][:index] if e["type"] == "play"}
-    spot = event["place"]
-    value = next(v for v in range(7) if v not in event["tile"])
-    event["tile"] = next(
-        [a, b] for a, b in [sorted((value, x)) for x in range(7)] if (a, b) not in placed
-    )
-    event["place"] = spot
+    hand = hand_before(round_record, index, event["seat"])
+    event["tile"] = next(tile for tile in hand if not set(tile) & set(event["tile"]))
 
 
 def illegal_draw(record):

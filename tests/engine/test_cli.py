@@ -37,7 +37,9 @@ def test_check_passes_simulated_records_as_json_lines(tmp_path, capsys):
     path = tmp_path / "sims.jsonl"
     path.write_text(capsys.readouterr().out, encoding="utf-8")
     assert main(["check", str(path)]) == 0
-    assert capsys.readouterr().out == "2 record(s) checked, 0 breaking the rules\n"
+    assert capsys.readouterr().out == (
+        "2 record(s) checked, 0 breaking the rules, 0 failing the fairness proof\n"
+    )
 
 
 @pytest.mark.parametrize("shape", ["one record", "a list of records"])
@@ -61,10 +63,10 @@ def test_check_reports_a_corrupted_record_with_seat_event_and_expectation(tmp_pa
     assert main(["check", path]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[0] == (
-        f"{path}#2 (match {bad['id']}): round 1, event {event['seq']}, seat {event['seat']}: "
-        f"play: points should be {expected}, recorded {expected + 5}"
+        f"{path}#2 (match {bad['id']}): rules: round 1, event {event['seq']}, "
+        f"seat {event['seat']}: play: points should be {expected}, recorded {expected + 5}"
     )
-    assert out[-1] == "2 record(s) checked, 1 breaking the rules"
+    assert out[-1] == "2 record(s) checked, 1 breaking the rules, 0 failing the fairness proof"
 
 
 def test_check_reads_several_files(tmp_path, capsys):
@@ -72,14 +74,18 @@ def test_check_reads_several_files(tmp_path, capsys):
     bad["status"] = "live"
     paths = [write_lines(tmp_path / "a.jsonl", [good]), write_lines(tmp_path / "b.jsonl", [bad])]
     assert main(["check", *paths]) == 1
-    assert capsys.readouterr().out.splitlines()[-1] == "2 record(s) checked, 1 breaking the rules"
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "2 record(s) checked, 1 breaking the rules, 0 failing the fairness proof"
+    )
 
 
 def test_check_reports_a_record_that_is_not_an_object(tmp_path, capsys):
     path = tmp_path / "odd.json"
     path.write_text("[42]", encoding="utf-8")
     assert main(["check", str(path)]) == 1
-    assert capsys.readouterr().out.startswith(f"{path}#1 (match None): match: malformed record")
+    assert capsys.readouterr().out.startswith(
+        f"{path}#1 (match None): rules: match: malformed record"
+    )
 
 
 def test_a_command_is_required(capsys):
