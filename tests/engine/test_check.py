@@ -4,9 +4,10 @@ a corrupted one is caught, with the seat, the event and what was expected."""
 import pytest
 
 from engine import ReplayError, audit, replay
-from engine.replay import Problem
+from engine.replay import REQUIRED_FIELDS, Problem
 from engine.simulate import simulate
 
+from .drive import play_match
 from .records import events_of, hand_before, pool
 
 
@@ -204,9 +205,6 @@ CORRUPTIONS = [
     (wrong_reason, "result: expected"),
     (wrong_status, "status: expected 'finished', recorded 'live'"),
     (wrong_final_balances, "balances: expected"),
-    (tampered_seed, "the seed does not match the commitment"),
-    (tampered_commitment, "the seed does not match the commitment"),
-    (deal_not_from_seed, "the deal does not follow from the seed"),
     (missing_auto_pass, "pass"),
     (unexpected_pass, "unexpected pass: the rules did not call for it here"),
     (unexpected_auto_play, "unexpected play"),
@@ -318,3 +316,124 @@ def test_audit_shows_each_step_to_an_observer():
     assert len(deals) == len(record["rounds"])
     assert [step[1] for step in steps if step[1] is not None] == events
     assert steps[-1][2] == replay(record)
+
+
+# --- the fairness proof, apart from the rules ---------------------------------------------------
+
+
+def fair_round_with(record, predicate):
+    return next(r for r in record["rounds"] if r.get("contributions") and predicate(r))
+
+
+def changed_contribution(record):
+    contribution = fair_round_with(record, lambda r: True)["contributions"][0]
+    contribution["value"] = ("0" if contribution["value"][0] != "0" else "1") + contribution[
+        "value"
+    ][1:]
+
+
+def forged_stand_in(record):
+    """The server put a value of its choosing where a silent player's contribution goes."""
+    round_record = fair_round_with(
+        record, lambda r: any(not c["from_player"] for c in r["contributions"])
+    )
+    forged = "ab" * 32
+    stand_in = next(c for c in round_record["contributions"] if not c["from_player"])
+    stand_in["value"] = forged
+    event = next(
+        e
+        for e in round_record["events"]
+        if e["type"] == "contribute" and e["seat"] == stand_in["seat"]
+    )
+    event["value"] = forged
+
+
+def unrecorded_contribution_source(record):
+    fair_round_with(record, lambda r: True)["contributions"][1]["source"] = "device"
+
+
+FAIRNESS_CORRUPTIONS = [
+    (tampered_seed, "the seed does not match the commitment"),
+    (tampered_commitment, "the seed does not match the commitment"),
+    (deal_not_from_seed, "the deal does not follow from the seed and the contributions"),
+    (changed_contribution, "the deal does not follow from the seed and the contributions"),
+    (forged_stand_in, "stand-in contribution is not the one its commitment fixes"),
+    (unrecorded_contribution_source, "contributions: the contribute events sent"),
+]
+
+
+@pytest.mark.parametrize(
+    "corruption, message",
+    FAIRNESS_CORRUPTIONS,
+    ids=[c.__name__ for c, _ in FAIRNESS_CORRUPTIONS],
+)
+def test_a_deal_the_fairness_proof_does_not_bear_out_is_reported_as_such(corruption, message):
+    _, problems = corrupted(corruption)
+    found = [p for p in problems if message in str(p)]
+    assert found and all(p.about == "fairness" for p in found), problems
+
+
+def test_a_seed_only_round_still_verifies_the_old_way():
+    record = play_match(4, bots=("greedy", "greedy")).record
+    assert all("contributions" not in r for r in record["rounds"])
+    assert audit(record)[1] == []
+    deal_not_from_seed(record)
+    assert ("fairness", "the deal does not follow from the seed") in [
+        (p.about, p.message) for p in audit(record)[1]
+    ]
+
+
+def test_a_record_without_seeds_has_its_rules_checked_and_its_proof_reported_missing():
+    record = pool()[0]
+    for round_record in record["rounds"]:
+        round_record["seed"] = None
+    _, problems = audit(record)
+    assert problems and {p.about for p in problems} == {"fairness"}
+    assert all("its seed was not revealed" in p.message for p in problems)
+
+
+def test_withheld_tiles_are_said_to_be_unchecked():
+    record = next(r for r in pool() if len(r["rounds"]) > 1)
+    record["rounds"][-1]["hands"] = None
+    _, problems = audit(record)
+    assert [p.about for p in problems] == ["unchecked"]
+
+
+# --- what ARCHIVE.md requires, and nothing more ---------------------------------------------------
+
+OPTIONAL = ("auto", "banks_ms", "winner", "source")
+
+
+def strip_optional_fields(record):
+    for _, _, event in events_of(record):
+        for key in OPTIONAL:
+            if key not in REQUIRED_FIELDS.get(event["type"], ()):
+                event.pop(key, None)
+
+
+def test_a_record_with_only_the_required_fields_checks_clean():
+    for record in pool()[:12]:
+        strip_optional_fields(record)
+        assert audit(record)[1] == []
+
+
+@pytest.mark.parametrize(
+    "kind, key, wrong",
+    [("settle", "winner", 1), ("timeout", "banks_ms", [1, 1]), ("offer", "banks_ms", [0, 0])],
+)
+def test_a_field_that_is_not_required_is_checked_when_present(kind, key, wrong):
+    def corruption(record):
+        _, _, event = next(e for e in events_of(record) if e[2]["type"] == kind and key in e[2])
+        event[key] = wrong if event[key] != wrong else 0
+
+    _, problems = corrupted(corruption)
+    assert any(f"{kind}: {key} should be" in str(p) for p in problems), problems
+
+
+def test_a_required_field_that_is_missing_is_a_problem():
+    def corruption(record):
+        _, _, event = next(e for e in events_of(record) if e[2]["type"] == "accept")
+        del event["paid"]
+
+    _, problems = corrupted(corruption)
+    assert any("accept: paid should be" in str(p) and "(absent)" in str(p) for p in problems)

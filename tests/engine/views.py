@@ -24,7 +24,7 @@ def assert_view_hides_secrets(state: MatchState, seat) -> dict:
     tile, no boneyard tile, no seed."""
     seen = view(state, seat)
     text = json.dumps(seen)
-    shows_hand = seat is not None and state.phase != "handover"
+    shows_hand = seat is not None and state.phase not in ("handover", "dealing")
     own = set(state.hands[seat]) if shows_hand else set()
     assert seen["hand"] == ([list(t) for t in state.hands[seat]] if shows_hand else None)
     assert tiles_in(text) <= {p.tile for p in state.layout.placements} | own
@@ -32,6 +32,8 @@ def assert_view_hides_secrets(state: MatchState, seat) -> dict:
         if other != seat and state.hands[other]:
             assert json.dumps([list(t) for t in state.hands[other]]) not in text
     assert "boneyard" not in seen and "seed" not in seen
+    if state.phase == "dealing":
+        assert [c["value"] for c in seen["contributions"]] == [None, None]
     if state.deal.seed:
         assert state.deal.seed not in text
     return seen
