@@ -1,17 +1,27 @@
 """The rules of Spectacular Bid: pure Python, no Django, no I/O, no clock reads.
 
 ``apply(state, seat, command, now_ms) -> (state, events)`` is the only way a match changes;
-``view(state, seat)`` is what a seat (or, with None, a spectator) may know.
+``view(state, seat)`` is what a seat (or, with None, a spectator) may know. A round dealt from
+the players' contributions starts as ``begin_dealing(new_match(sealed_deal(seed)))`` (or
+``next_round``) and waits for them (docs/fairness.md).
 """
 
 from .bots import BOTS, GreedyBot, RandomBot
 from .clock import ClockConfig
 from .errors import IllegalCommand
+from .fairness import begin_dealing
 from .legal import legal_commands, legal_decisions, legal_plays
 from .record import add_events, add_round, iso_timestamp, new_record, status_of
 from .replay import Problem, ReplayError, audit, replay
 from .rules import apply, first_to_act, new_match, next_round
-from .shuffle import Deal, commitment_of, deal_from_seed, new_seed
+from .shuffle import (
+    Deal,
+    commitment_of,
+    deal_from_seed,
+    deal_with_contributions,
+    new_seed,
+    sealed_deal,
+)
 from .state import MatchState
 from .view import view
 
@@ -29,8 +39,10 @@ __all__ = [
     "add_round",
     "apply",
     "audit",
+    "begin_dealing",
     "commitment_of",
     "deal_from_seed",
+    "deal_with_contributions",
     "first_to_act",
     "iso_timestamp",
     "legal_commands",
@@ -41,6 +53,7 @@ __all__ = [
     "new_seed",
     "next_round",
     "replay",
+    "sealed_deal",
     "status_of",
     "view",
 ]
