@@ -48,7 +48,9 @@ class Contribution:
 @dataclass(frozen=True)
 class Deal:
     """One round's deal. ``seed`` (hex) is secret until the round ends; it may be None when a
-    record withholds it, in which case the deal is taken on trust from the hands and boneyard."""
+    record withholds it, in which case the deal is taken on trust from the hands and boneyard.
+    A sealed deal (``sealed_deal``) has a seed and no tiles yet: the tiles follow from the seed
+    and both contributions (engine/fairness.py)."""
 
     hands: tuple[tuple[Tile, ...], tuple[Tile, ...]]
     boneyard: tuple[Tile, ...]

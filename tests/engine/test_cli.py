@@ -7,8 +7,8 @@ import pytest
 from engine.__main__ import main
 from engine.check import load_records
 
+from .corruptions import CORRUPTIONS, FAIRNESS_CORRUPTIONS, corrupted
 from .records import pool
-from .test_check import CORRUPTIONS, FAIRNESS_CORRUPTIONS, corrupted
 
 
 def write_lines(path, records):

@@ -11,8 +11,7 @@ import pytest
 
 from engine.simulate import simulate
 
-from .drive import play_match
-from .test_check import (
+from .corruptions import (
     changed_contribution,
     corrupted,
     deal_not_from_seed,
@@ -20,6 +19,7 @@ from .test_check import (
     tampered_commitment,
     tampered_seed,
 )
+from .drive import play_match
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "fairness.md"
 
