@@ -105,7 +105,7 @@ def command_of(event: dict) -> tuple[int | None, dict]:
     if kind == "offer":
         return event["seat"], {"type": "offer", "amount": event["amount"]}
     if kind == "contribute":
-        if event["from_player"] is False:
+        if not event["from_player"]:  # the server's stand-in
             return None, {"type": "contribute", "drawn": True}
         return event["seat"], {"type": "contribute", "value": event["value"]}
     if kind in ("timeout", "abandon"):

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from engine import apply, new_match, next_round, replay, view
+from engine import apply, audit, new_match, next_round, replay, view
 from engine.bots import contribution
 from engine.fairness import begin_dealing
 from engine.record import add_events, add_round, new_record
@@ -337,3 +337,15 @@ def test_a_new_round_of_a_fair_match_is_added_while_it_waits():
     add_round(record, nxt)
     assert record["rounds"][1]["hands"] is None
     assert record["rounds"][1]["commitment"] == commitment_of(other_hex(SEED))
+
+
+def test_a_contribution_slipped_into_a_record_after_the_deal_is_caught():
+    record = play_match(3, fair=True).record
+    events = record["rounds"][0]["events"]
+    start = next(i for i, e in enumerate(events) if e["type"] == "start")
+    forged = {**events[0], "seq": events[start]["seq"], "at_ms": events[start]["at_ms"]}
+    events.insert(start + 1, forged)
+    _, problems = audit(record)
+    assert any(
+        "contribute is illegal here" in p.message and "(not_dealing)" in p.message for p in problems
+    ), problems
