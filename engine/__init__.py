@@ -2,7 +2,9 @@
 
 ``apply(state, seat, command, now_ms) -> Applied | Flagged`` (each unpacks as ``state, events``)
 is the only way a match changes; ``view(state, seat)`` is what a seat (or, with None, a
-spectator) may know, including everything a client needs to draw its controls.
+spectator) may know, including everything a client needs to draw its controls. A round dealt
+from the players' contributions starts as ``begin_dealing(new_match(sealed_deal(seed)))`` (or
+``next_round``) and waits for them (docs/fairness.md).
 """
 
 from .analysis import analyse
@@ -10,6 +12,7 @@ from .bots import BOTS, GreedyBot, RandomBot
 from .clock import ClockConfig
 from .errors import IllegalCommand, Rejection
 from .expert import ExpertBot
+from .fairness import begin_dealing
 from .legal import legal_commands, legal_decisions, legal_plays
 from .record import add_events, add_round, iso_timestamp, new_record, status_of
 from .replay import Problem, ReplayError, audit, replay
@@ -24,7 +27,14 @@ from .rules import (
     starter,
 )
 from .scoring import points_for, round_to_5
-from .shuffle import Deal, commitment_of, deal_from_seed, new_seed
+from .shuffle import (
+    Deal,
+    commitment_of,
+    deal_from_seed,
+    deal_with_contributions,
+    new_seed,
+    sealed_deal,
+)
 from .state import MatchState
 from .view import view
 
@@ -49,8 +59,10 @@ __all__ = [
     "analyse",
     "apply",
     "audit",
+    "begin_dealing",
     "commitment_of",
     "deal_from_seed",
+    "deal_with_contributions",
     "first_to_act",
     "iso_timestamp",
     "legal_commands",
@@ -63,6 +75,7 @@ __all__ = [
     "round_to_5",
     "next_round",
     "replay",
+    "sealed_deal",
     "status_of",
     "view",
 ]

@@ -26,8 +26,16 @@ def main(argv=None) -> int:
     sim.add_argument("--matches", type=int, default=1)
     sim.add_argument("--seed", default="0")
     sim.add_argument("--bots", choices=tuple(BOTS), default="random")
-    check = commands.add_parser("check", help="replay match records and report every broken rule")
+    check = commands.add_parser(
+        "check",
+        help="replay match records and report every broken rule, then the fairness proof",
+    )
     check.add_argument("files", nargs="+")
+    check.add_argument(
+        "--rules-only",
+        action="store_true",
+        help="check the rules alone, not the seeds, commitments and contributions",
+    )
     duel = commands.add_parser(
         "tournament", help="every pairing of the bots, in duplicate: points per round, win rate"
     )
@@ -45,7 +53,7 @@ def main(argv=None) -> int:
         return 0
     if args.command == "tournament":
         return _tournament(args)
-    return check_files(args.files, sys.stdout)
+    return check_files(args.files, sys.stdout, rules_only=args.rules_only)
 
 
 def _bot_names(text: str) -> list[str]:

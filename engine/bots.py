@@ -1,17 +1,31 @@
 """Computer players: a random legal one and a greedy one. Each chooses either from the state
 (``choose``: fast, for simulations; it reads nothing but its own hand and the table) or from its
 seat's view alone (``choose_from_view``: for the server's computer player and for clients, with
-the scores and costs the view carries). Both choose among legal decisions only."""
+the scores and costs the view carries). Both choose among legal decisions only; each round they
+first send their contribution to the deal (``contribution``)."""
 
 from __future__ import annotations
 
 import random
+import secrets
 
 from .auction import net_payment
 from .layout import Layout
 from .legal import legal_plays, offer_range, play_command
 from .play import play_score
+from .shuffle import CONTRIBUTION_BYTES
 from .state import AUCTION, MatchState
+
+
+def contribution(rng: random.Random | None = None) -> dict:
+    """A bot's contribution to a deal: 32 bytes from the CSPRNG, like a browser's; a simulation
+    passes its own ``rng`` so that it replays exactly from its seed."""
+    value = (
+        secrets.token_hex(CONTRIBUTION_BYTES)
+        if rng is None
+        else rng.randbytes(CONTRIBUTION_BYTES).hex()
+    )
+    return {"type": "contribute", "value": value}
 
 
 class RandomBot:

@@ -47,7 +47,9 @@ def legal_decisions(state: MatchState, seat: int) -> list[dict]:
 
 
 def legal_commands(state: MatchState, seat: int) -> list[dict]:
-    """Everything the seat may send now, Start and Resign included."""
+    """Everything the seat may send now, Start and Resign included. A contribution to the deal
+    is not listed: its value is the sender's own (``view``'s ``legal.contribute`` says when one
+    is due)."""
     if state.phase == FINISHED:
         return []
     standing = [{"type": "start"}] if state.phase in (READY, HANDOVER) else []

@@ -17,6 +17,7 @@ from typing import NamedTuple
 from . import auction, play
 from .clock import ClockConfig
 from .errors import IllegalCommand
+from .fairness import check_dealing, contribute
 from .layout import Layout
 from .shuffle import Deal
 from .state import (
@@ -38,6 +39,8 @@ from .tiles import Tile, opening_rank
 
 PLAYER_DECISIONS = ("play", "draw", "offer", "accept", "waive")
 SERVER_COMMANDS = ("timeout", "abandon", "void")
+# Sent by a player, or by the server on a player's behalf when it is overdue.
+SERVER_OR_PLAYER_COMMANDS = ("start", "contribute")
 
 
 class Applied(NamedTuple):
@@ -107,6 +110,7 @@ def apply(state: MatchState, seat: int | None, command: dict, now_ms: int) -> Ap
     _check_sender(kind, seat)
     _check_time(state, now_ms)
     _check_not_over(state)
+    check_dealing(state, kind)
     if kind in PLAYER_DECISIONS and is_late(state, seat, now_ms):
         return Flagged(*apply(state, None, {"type": "timeout"}, state.deadline_ms))
     holder = device_holder(state) if kind == "start" else seat
@@ -142,7 +146,7 @@ def _check_sender(kind: str, seat) -> None:
     if kind in SERVER_COMMANDS:
         if seat is not None:
             raise IllegalCommand("server_only", f"only the server may send {kind!r}")
-    elif seat not in (0, 1) and not (kind == "start" and seat is None):
+    elif seat not in (0, 1) and not (kind in SERVER_OR_PLAYER_COMMANDS and seat is None):
         raise IllegalCommand("not_a_player", "only a seated player may send this command")
 
 
@@ -252,6 +256,7 @@ def _void(d: Draft, seat, command: dict, now_ms: int) -> None:
 
 
 _HANDLERS = {
+    "contribute": contribute,
     "start": _start,
     "play": play.play,
     "draw": play.draw,

@@ -1,19 +1,21 @@
 """What one seat may know: ``view(state, seat)``; ``view(state, None)`` is the spectators' view.
 
 Nobody but its owner ever sees a hand, and nobody sees the boneyard's order (or the round's
-seed) before the round is over; in a pass-and-play hand-over no hand is shown at all.
+seed) before the round is over; in a pass-and-play hand-over, and while a round waits for its
+players' contributions, no hand is shown at all.
 """
 
 from __future__ import annotations
 
 from .auction import net_payment
+from .fairness import contributions_json, may_contribute
 from .legal import legal_plays, offer_range
 from .play import play_score
-from .state import AUCTION, CLOCK_RUNNING_PHASES, HANDOVER, PLAY, READY, MatchState
+from .state import AUCTION, CLOCK_RUNNING_PHASES, DEALING, HANDOVER, PLAY, READY, MatchState
 
 
 def view(state: MatchState, seat: int | None) -> dict:
-    own_hand = seat is not None and state.phase != HANDOVER
+    own_hand = seat is not None and state.phase not in (HANDOVER, DEALING)
     return {
         "seq": state.seq,
         "round": state.round_no,
@@ -25,6 +27,8 @@ def view(state: MatchState, seat: int | None) -> dict:
         "hand_counts": [len(state.hands[0]), len(state.hands[1])],
         "boneyard_count": len(state.boneyard),
         "commitment": state.deal.commitment,
+        # Each seat's contribution: its source once in, its value once the round is dealt.
+        "contributions": contributions_json(state.deal, reveal_values=state.phase != DEALING),
         "layout": state.layout.to_view(),
         "balances": list(state.balances),
         "banks_ms": list(state.banks_ms),
@@ -71,6 +75,7 @@ def legal_view(state: MatchState, seat: int) -> dict:
     auction_open = deciding and state.phase == AUCTION
     return {
         "start": state.phase in (READY, HANDOVER),
+        "contribute": may_contribute(state, seat),
         # ``scores[i]`` is what playing the tile at ``places[i]`` would score.
         "plays": [
             {"tile": list(tile), "places": places, "scores": scores}
