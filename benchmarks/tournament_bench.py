@@ -43,11 +43,13 @@ def run(rounds: int = ROUNDS, matches: int = MATCHES, budget_ms: float = BUDGET_
         "method": (
             "python -m engine tournament: each deal played twice with the seats swapped; "
             "points and wins from a's side; 95% CIs (normal over duplicate pairs for points, "
-            "Wilson for the win rate); decision times of a, wall clock, decisions with a choice"
+            "Wilson for the win rate); decision times of a (wall clock and CPU) for decisions "
+            "with a choice"
         ),
         "budget_ms": budget_ms,
         "workers": workers,
         "pairings": pairings,
         "expert_decision_ms": pairings[0]["decision_ms"],
+        "expert_decision_cpu_ms": pairings[0]["decision_cpu_ms"],
         "seconds": round(time.perf_counter() - started),
     }
