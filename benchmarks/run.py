@@ -1,6 +1,7 @@
 """``make bench``: run the benchmarks and write their JSON results under benchmarks/results/.
 
-Usage: ``python -m benchmarks.run [engine|api|tournament ...]`` (all of them when none is named).
+Usage: ``python -m benchmarks.run [engine|api|tournament|expert_timing ...]`` (all of them when
+none is named).
 """
 
 from __future__ import annotations
@@ -32,7 +33,18 @@ def _tournament() -> dict:
     return run()
 
 
-BENCHMARKS = {"engine": _engine, "api": _api, "tournament": _tournament}
+def _expert_timing() -> dict:
+    from benchmarks.tournament_bench import run_timing
+
+    return run_timing()
+
+
+BENCHMARKS = {
+    "engine": _engine,
+    "api": _api,
+    "tournament": _tournament,
+    "expert_timing": _expert_timing,
+}
 
 
 def main(names: list[str]) -> int:

@@ -43,11 +43,30 @@ def run(rounds: int = ROUNDS, matches: int = MATCHES, budget_ms: float = BUDGET_
         "method": (
             "python -m engine tournament: each deal played twice with the seats swapped; "
             "points and wins from a's side; 95% CIs (normal over duplicate pairs for points, "
-            "Wilson for the win rate); decision times of a, wall clock, decisions with a choice"
+            "Wilson for the win rate); decision times of a (wall clock and CPU) for decisions "
+            "with a choice"
         ),
         "budget_ms": budget_ms,
         "workers": workers,
         "pairings": pairings,
         "expert_decision_ms": pairings[0]["decision_ms"],
+        "expert_decision_cpu_ms": pairings[0]["decision_cpu_ms"],
         "seconds": round(time.perf_counter() - started),
+    }
+
+
+def run_timing(rounds: int = 200, budget_ms: float = BUDGET_MS) -> dict:
+    """The expert's decision time alone, in one process (the tournament's workers share the
+    machine with each other and with anything else running)."""
+    (summary,) = tournament(
+        ("expert", "greedy"), rounds=rounds, matches=0, budget_ms=budget_ms, seed="timing"
+    )
+    return {
+        "benchmark": "expert_timing",
+        "method": "expert vs greedy, single rounds in duplicate, one process; decisions with a "
+        "choice; wall clock and CPU time",
+        "budget_ms": budget_ms,
+        "rounds": summary["rounds"],
+        "decision_ms": summary["decision_ms"],
+        "decision_cpu_ms": summary["decision_cpu_ms"],
     }

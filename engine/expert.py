@@ -238,11 +238,14 @@ def _play_estimates(seen, knowledge, rng, choices, playouts) -> list[tuple[dict,
     before = seen["balances"][seat]
     worlds = max(1, playouts // len(choices))
     totals = [0] * len(choices)
+    moves = None
     for _ in range(worlds):
         world = _sim_for(seen, knowledge, rng, None)
-        for index, command in enumerate(choices):
+        if moves is None:  # the open places are the view's, in the same order in every world
+            moves = [(_tile(c["tile"]), _index_of(world, c["place"])) for c in choices]
+        for index, move in enumerate(moves):
             sim = world.copy()
-            sim.play(_tile(command["tile"]), _index_of(sim, command["place"]))
+            sim.play(*move)
             sim.play_out()
             totals[index] += sim.balances[seat] - before
     return [(command, total / worlds) for command, total in zip(choices, totals, strict=True)]

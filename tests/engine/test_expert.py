@@ -6,9 +6,10 @@ from dataclasses import replace
 
 import pytest
 
-from engine import BOTS, GreedyBot, apply, deal_from_seed, new_match, next_round, view
+from engine import BOTS, GreedyBot, apply, audit, deal_from_seed, new_match, next_round, view
 from engine.expert import ExpertBot, Knowledge, _index_of, _sim_for, estimate, layout_of, options
 from engine.legal import legal_decisions
+from engine.simulate import simulate_match
 from engine.state import FINISHED, READY, SETTLED
 from engine.tiles import FULL_SET
 
@@ -235,3 +236,9 @@ def test_the_expert_decides_the_same_whatever_the_hidden_tiles(match_seed):
         state, _ = apply(state, 0, command, 0)
         decisions += 1
     assert decisions > 10
+
+
+def test_a_simulated_match_of_the_expert_checks_clean():
+    record = simulate_match(0, "expert-check", ("expert", "greedy"))
+    assert record["status"] == "finished"
+    assert audit(record)[1] == []
