@@ -10,9 +10,10 @@ from .errors import IllegalCommand
 from .legal import legal_commands, legal_decisions, legal_plays
 from .record import add_events, add_round, iso_timestamp, new_record, status_of
 from .replay import Problem, ReplayError, audit, replay
-from .rules import apply, first_to_act, new_match, next_round
+from .rules import apply, first_to_act, new_match
 from .shuffle import Deal, commitment_of, deal_from_seed, new_seed
 from .state import MatchState
+from .view import next_round_keeping_final_table as next_round
 from .view import view
 
 __all__ = [
