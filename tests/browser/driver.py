@@ -6,6 +6,7 @@ the database the servers use); the page is only ever driven through its controls
 
 from __future__ import annotations
 
+import random
 import re
 from concurrent.futures import ThreadPoolExecutor
 
@@ -14,6 +15,7 @@ from playwright.sync_api import Page, expect
 import engine
 from engine.bots import points_for
 from engine.legal import legal_plays
+from matches import services
 from matches.models import Match
 from matches.selectors import match_state
 from tests.support import wait_until
@@ -135,3 +137,29 @@ def settlement_shown(page: Page, round_no: int) -> None:
     expect(overlay).to_contain_text(
         re.compile(rf"Round {round_no} settled|Runda {round_no} rozliczona")
     )
+
+
+def submit(match: Match, seat: int, command: dict) -> None:
+    """``seat``'s command, straight to the match service (for moves a test does not watch)."""
+    off_the_loop(
+        services.match_submit,
+        match_id=match.id,
+        user=match.player1 if seat == 1 else match.player0,
+        command=command,
+        arrival_ms=services.timekeeping.now_ms(),
+    )
+
+
+def play_by_service_until(match_id, done, *, seed: int = 5) -> tuple[Match, engine.MatchState]:
+    """Both seats play greedily through the service (Start and Continue included) until
+    ``done(state)``; returns the match and the state that satisfied it."""
+    bot, rng = engine.GreedyBot(), random.Random(seed)
+    while True:
+        match, state = current(match_id)
+        if done(state):
+            return match, state
+        assert state.result is None, "the match ended before the situation the test needs"
+        if state.phase == "ready":
+            submit(match, engine.first_to_act(state), {"type": "start"})
+        else:
+            submit(match, state.decider, bot.choose(state, state.decider, rng))

@@ -53,7 +53,7 @@ def log_in(page: Page, base: str, user) -> None:
 def shoot(page: Page, name: str) -> None:
     if TAKE_SCREENSHOTS:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENSHOTS / name), full_page=True)
+        page.screenshot(path=str(SCREENSHOTS / name))
 
 
 def test_two_players_register_meet_in_the_lobby_and_play_a_whole_match(servers, new_page):
@@ -108,8 +108,8 @@ def test_two_players_register_meet_in_the_lobby_and_play_a_whole_match(servers, 
             seat = state.decider
             page = pages[seat]
             expect(page.locator("#turn")).to_have_text("Your turn")
-            expect(page.locator("#seat-top .count")).to_contain_text(
-                f"{len(state.hands[1 - seat])} tiles"
+            expect(page.locator("#seat-top .count")).to_have_text(
+                f"Tiles: {len(state.hands[1 - seat])}"
             )
             expect(page.locator("#boneyard")).to_have_text(str(len(state.boneyard)))
             if not shot and state.phase == "play" and len(state.layout.placements) >= 5:

@@ -1,0 +1,204 @@
+"""The match table in a real Chromium against a real Daphne: a round's end with the final layout
+and both hands face up; a scoring play's points shown on the table; board and hand on one
+screen at desktop and phone sizes; the rules panel beside your clock; doubles crosswise."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+from playwright.sync_api import Page, expect
+
+import engine
+from matches import services
+from tests.browser.driver import (
+    click_play,
+    current,
+    off_the_loop,
+    play_by_service_until,
+    submit,
+    wait_for_seq,
+)
+from tests.browser.test_match import PASSWORD, log_in, shoot
+
+pytestmark = pytest.mark.slow
+
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+
+
+def new_match():
+    users = [
+        get_user_model().objects.create_user(name, password=PASSWORD) for name in ("ala", "olek")
+    ]
+    now_ms = services.timekeeping.now_ms()
+    match = off_the_loop(services.match_create, player0=users[0], player1=users[1], now_ms=now_ms)
+    return match, users
+
+
+def open_seat(new_page, base, match, users, seat, **options) -> Page:
+    page = new_page(**options)
+    log_in(page, base, users[seat])
+    page.goto(f"{base}/match/{match.id}/")
+    return page
+
+
+def best_play(state: engine.MatchState):
+    """The decider's highest-scoring (tile, place, points), as the server's view lists them."""
+    legal = engine.view(state, state.decider)["legal"]
+    options = [
+        (play["tile"], place, score)
+        for play in legal["plays"]
+        for place, score in zip(play["places"], play["scores"], strict=True)
+    ]
+    return max(options, key=lambda option: option[2], default=None)
+
+
+def in_viewport(page: Page, selector: str) -> bool:
+    """The element's whole box lies inside the window, the page unscrolled, and nothing covers
+    its middle."""
+    return page.locator(selector).first.evaluate(
+        """el => {
+            const box = el.getBoundingClientRect();
+            const mid = document.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2);
+            return window.scrollY === 0 && box.top >= 0 && box.left >= 0 && box.width > 0
+              && box.bottom <= window.innerHeight && box.right <= window.innerWidth
+              && mid !== null && (el === mid || el.contains(mid));
+        }"""
+    )
+
+
+def test_a_round_ends_with_the_final_layout_and_both_hands_face_up_until_continue(
+    servers, new_page
+):
+    match, users = new_match()
+    page = open_seat(new_page, servers.url, match, users, 0)
+    match, state = play_by_service_until(match.id, lambda state: state.round_no == 2)
+    wait_for_seq(page, match.seq)
+    settlement = engine.view(state, 0)["settlement"]
+    overlay = page.locator("#overlay")
+    expect(overlay).to_have_attribute("data-kind", "settlement")
+    expect(overlay).to_contain_text("Round 1 settled")
+    expect(overlay).to_contain_text(f"Pips left: ala {settlement['pips'][0]}")
+    if settlement["end"] == "block" and settlement["winner"] is not None:
+        expect(overlay).to_contain_text(f"round to {settlement['rounded']}")
+    # The final layout stays on the table, and both final hands lie face up beside the seats.
+    expect(page.locator("#board .domino")).to_have_count(len(settlement["layout"]["tiles"]))
+    for slot, seat in (("#seat-bottom", 0), ("#seat-top", 1)):
+        tiles = page.locator(f"{slot} .seat-tiles.face-up svg[data-tile]")
+        expect(tiles).to_have_count(len(settlement["hands"][seat]))
+        for tile in settlement["hands"][seat]:
+            expect(page.locator(f'{slot} svg[data-tile="{tile[0]}-{tile[1]}"]')).to_be_visible()
+    expect(page.locator("#hand-area")).to_be_hidden()
+    assert in_viewport(page, "#board") and in_viewport(page, "#overlay-body")
+    shoot(page, "round-end.png")
+    # Continue (or the other player's) clears the table for the next round.
+    submit(match, engine.first_to_act(state), {"type": "start"})
+    match = current(match.id)[0]
+    wait_for_seq(page, match.seq)
+    expect(page.locator(".seat-tiles.face-up")).to_have_count(0)
+    expect(page.locator("#board .domino")).to_have_count(0)
+
+
+def test_a_scoring_play_lights_its_ends_and_shows_its_points_at_the_board(servers, new_page):
+    match, users = new_match()
+
+    def scoring_play_due(state):
+        option = state.phase == "play" and best_play(state)
+        return bool(option) and option[2] > 0
+
+    match, state = play_by_service_until(match.id, scoring_play_due)
+    seat = state.decider
+    tile, place, points = best_play(state)
+    player = open_seat(new_page, servers.url, match, users, seat)
+    watcher = open_seat(new_page, servers.url, match, users, 1 - seat)
+    for page in (player, watcher):
+        wait_for_seq(page, match.seq)
+    expect(player.locator("#round-scores")).not_to_contain_text(f"+{points}")
+    place_tuple = None if place is None else (tuple(place["tile"]), place["side"])
+    click_play(player, state, seat, tuple(tile), place_tuple)
+    for page in (player, watcher):
+        expect(page.locator("#score-flash")).to_have_text(f"+{points} {users[seat].username}")
+        expect(page.locator("#board .counted-marks.scoring")).to_have_count(1)
+        expect(page.locator("#round-scores")).to_contain_text(f"{users[seat].username} +{points}")
+        expect(page.locator(f'.seat-panel[data-seat="{seat}"] .gain')).to_have_text(f"+{points}")
+    shoot(watcher, "scoring.png")
+    # The mover's move is marked for the opponent until the opponent plays.
+    key = f"{tile[0]}-{tile[1]}"
+    expect(watcher.locator(f'#board .domino.last-played[data-tile="{key}"]')).to_have_count(1)
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_the_board_and_the_hand_share_one_screen_while_choosing_a_place(
+    servers, new_page, viewport
+):
+    match, users = new_match()
+
+    def choice_of_places(state):
+        if state.phase != "play" or len(state.layout.placements) < 3:
+            return False
+        plays = engine.view(state, state.decider)["legal"]["plays"]
+        return any(len(play["places"]) > 1 for play in plays)
+
+    match, state = play_by_service_until(match.id, choice_of_places)
+    seat = state.decider
+    page = open_seat(new_page, servers.url, match, users, seat, viewport=viewport)
+    wait_for_seq(page, match.seq)
+    plays = engine.view(state, seat)["legal"]["plays"]
+    tile = next(play["tile"] for play in plays if len(play["places"]) > 1)
+    page.locator(f'#hand .hand-tile[data-tile="{tile[0]}-{tile[1]}"]').click()
+    expect(page.locator("#board .place-dot.active").first).to_be_visible()
+    shoot(page, "match-phone.png" if viewport is PHONE else "match-desktop.png")
+    for selector in ("#board", "#hand", "#seat-bottom .bank", "#board .place-dot.active"):
+        assert in_viewport(page, selector), f"{selector} is not in view at {viewport}"
+    # The board keeps a steady scale: a tile is drawn at a size you can read.
+    width = page.locator("#board .domino").first.evaluate("el => el.getBoundingClientRect()")
+    assert max(width["width"], width["height"]) >= (50 if viewport is PHONE else 70)
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_the_rules_panel_leaves_your_clock_and_balance_in_view(servers, new_page, viewport):
+    match, users = new_match()
+    state = current(match.id)[1]
+    starter = engine.first_to_act(state)
+    page = open_seat(new_page, servers.url, match, users, starter, viewport=viewport)
+    submit(match, starter, {"type": "start"})
+    expect(page.locator("#seat-bottom .delay")).to_have_text(re.compile(r"\+\d+\.\d s"))
+    page.locator("#rules-open").click()
+    expect(page.locator("#rules-panel")).to_be_visible()
+    expect(page.locator("#rules-panel figure[data-drawn]")).to_have_count(11)
+    shoot(page, f"rules-{'phone' if viewport is PHONE else 'desktop'}.png")
+    for selector in ("#seat-bottom .bank", "#seat-bottom .balance", "#rules-panel h2", "#hand"):
+        assert in_viewport(page, selector), f"{selector} is not in view at {viewport}"
+
+
+def test_every_double_lies_crosswise_to_the_tile_it_joins(servers, new_page):
+    page = new_page()
+    page.goto(f"{servers.url}/rules/")
+    expect(page.locator("figure[data-drawn]")).to_have_count(11)
+    # Each double's rotation against its neighbour's, read off the SVG transforms.
+    angles = page.evaluate(
+        """() => {
+            const examples = JSON.parse(document.getElementById("sb-examples").textContent);
+            const turn = /rotate\\((-?\\d+)\\)/;
+            const angle = (g) => Number(g.getAttribute("transform").match(turn)[1]);
+            const out = [];
+            for (const example of examples) {
+                const figure = document.querySelector(`figure[data-example="${example.id}"]`);
+                for (const placed of example.layout.tiles) {
+                    const [a, b] = placed.tile;
+                    if (a !== b || !placed.place) continue;
+                    const tile = figure.querySelector(`.domino[data-tile="${a}-${b}"]`);
+                    const on = placed.place.tile;
+                    const base = figure.querySelector(`.domino[data-tile="${on[0]}-${on[1]}"]`);
+                    out.push([example.id, `${a}-${b}`, angle(tile), angle(base)]);
+                }
+            }
+            return out;
+        }"""
+    )
+    doubles = {(example, tile) for example, tile, _, _ in angles}
+    assert {("ex-1-3", "4-4"), ("ex-1-3", "5-5"), ("ex-1-3", "1-1"), ("ex-6-6", "6-6")} <= doubles
+    for example, tile, double, base in angles:
+        assert (double - base) % 180 == 90, f"{tile} in {example} is not crosswise"
