@@ -13,8 +13,8 @@ const GAP = 3;
 // The table's steady frame: half its height, in SVG units; its half-width follows the aspect of
 // the element it is drawn in. Lines turn before they pass it, so the scale stays put until a
 // long round outgrows it.
-const FRAME_HALF_HEIGHT = 5.5 * S;
-const FRAME_MIN_HALF_WIDTH = 5.5 * S;
+const FRAME_HALF_HEIGHT = 4.5 * S;
+const FRAME_MIN_HALF_WIDTH = 4.5 * S;
 // Without a frame (the rules' figures): distances from the centre at which a line turns.
 const FREE_LIMITS = { x: [11 * S, 15 * S, 19 * S, 23 * S], y: [5 * S, 9 * S, 13 * S, 17 * S] };
 

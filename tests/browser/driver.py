@@ -139,6 +139,19 @@ def settlement_shown(page: Page, round_no: int) -> None:
     )
 
 
+PASSWORD = "a-long-test-pass-1"
+
+
+def new_match(names=("ala", "olek")):
+    """A new online match between two new users with these names; clocks stand until Start."""
+    from django.contrib.auth import get_user_model
+
+    users = [get_user_model().objects.create_user(name, password=PASSWORD) for name in names]
+    now_ms = services.timekeeping.now_ms()
+    match = off_the_loop(services.match_create, player0=users[0], player1=users[1], now_ms=now_ms)
+    return match, users
+
+
 def submit(match: Match, seat: int, command: dict) -> None:
     """``seat``'s command, straight to the match service (for moves a test does not watch)."""
     off_the_loop(

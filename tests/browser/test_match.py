@@ -17,6 +17,7 @@ import engine
 from matches import services
 from matches.models import Match
 from tests.browser.driver import (
+    PASSWORD,
     act,
     current,
     off_the_loop,
@@ -29,7 +30,6 @@ pytestmark = pytest.mark.slow
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 TAKE_SCREENSHOTS = bool(os.environ.get("SB_SCREENSHOTS"))
-PASSWORD = "a-long-test-pass-1"
 MATCH_URL = re.compile(r"/match/([0-9a-f-]{36})/$")
 
 

@@ -7,34 +7,23 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.contrib.auth import get_user_model
 from playwright.sync_api import Page, expect
 
 import engine
-from matches import services
 from tests.browser.driver import (
     click_play,
     current,
-    off_the_loop,
+    new_match,
     play_by_service_until,
     submit,
     wait_for_seq,
 )
-from tests.browser.test_match import PASSWORD, log_in, shoot
+from tests.browser.test_match import log_in, shoot
 
 pytestmark = pytest.mark.slow
 
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
-
-
-def new_match():
-    users = [
-        get_user_model().objects.create_user(name, password=PASSWORD) for name in ("ala", "olek")
-    ]
-    now_ms = services.timekeeping.now_ms()
-    match = off_the_loop(services.match_create, player0=users[0], player1=users[1], now_ms=now_ms)
-    return match, users
 
 
 def open_seat(new_page, base, match, users, seat, **options) -> Page:
