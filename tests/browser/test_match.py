@@ -68,6 +68,7 @@ def test_two_players_register_meet_in_the_lobby_and_play_a_whole_match(servers, 
     ala.locator("#seek-submit").click()
     seek = olek.locator("#seek-list li[data-seek-id]").filter(has_text="ala")
     expect(seek).to_be_visible()
+    expect(olek.locator("#count-seeks")).to_have_text("1")  # an open seek is counted as such
     shoot(olek, "lobby.png")
     seek.get_by_role("button", name="Accept").click()
     for page in (ala, olek):

@@ -162,6 +162,17 @@ def test_the_rules_panel_leaves_your_clock_and_balance_in_view(servers, new_page
         assert in_viewport(page, selector), f"{selector} is not in view at {viewport}"
 
 
+def test_sound_is_off_until_turned_on_and_the_choice_is_remembered(servers, new_page):
+    match, users = new_match()
+    page = open_seat(new_page, servers.url, match, users, 0)
+    toggle = page.locator("#sound-toggle")
+    expect(toggle).to_have_attribute("aria-pressed", "false")
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-pressed", "true")
+    page.reload()
+    expect(page.locator("#sound-toggle")).to_have_attribute("aria-pressed", "true")
+
+
 def test_every_double_lies_crosswise_to_the_tile_it_joins(servers, new_page):
     page = new_page()
     page.goto(f"{servers.url}/rules/")
@@ -191,3 +202,35 @@ def test_every_double_lies_crosswise_to_the_tile_it_joins(servers, new_page):
     assert {("ex-1-3", "4-4"), ("ex-1-3", "5-5"), ("ex-1-3", "1-1"), ("ex-6-6", "6-6")} <= doubles
     for example, tile, double, base in angles:
         assert (double - base) % 180 == 90, f"{tile} in {example} is not crosswise"
+
+
+def test_the_auction_offers_quick_amounts_with_their_cost_and_sets_waive_apart(servers, new_page):
+    match, users = new_match()
+    match, state = play_by_service_until(match.id, lambda state: state.phase == "auction")
+    first, jockey = state.decider, state.jockey
+    pages = {seat: open_seat(new_page, servers.url, match, users, seat) for seat in (0, 1)}
+    for page in pages.values():
+        wait_for_seq(page, match.seq)
+    offers = engine.view(state, first)["legal"]["offers"]
+    lowest, highest = offers[0]["amount"], offers[-1]["amount"]
+    quick = pages[first].locator("#quick-offers .quick-offer")
+    expected = [a for a in (lowest, lowest + 5, lowest + 10, highest) if a <= highest]
+    expect(quick).to_have_count(len(dict.fromkeys(expected)))
+    expect(quick.first).to_contain_text(f"Offer {lowest}")
+    expect(quick.first).to_contain_text(f"costs you {offers[0]['cost']}")
+    waive, offer = pages[first].locator("#waive"), quick.first
+    expect(waive).to_be_visible()
+    style = "el => getComputedStyle(el).backgroundColor + getComputedStyle(el).borderStyle"
+    assert waive.evaluate(style) != offer.evaluate(style)  # Waive does not look like an offer
+    shoot(pages[first], "auction.png")
+    quick.nth(1).click()
+    wait_for_seq(pages[jockey], match.seq + 1)
+    state = current(match.id)[1]
+    assert state.auction.offer == lowest + 5
+    # The jockey raises at a discount: the server's cost of each raise is shown.
+    raises = engine.view(state, jockey)["legal"]["offers"]
+    first_raise = pages[jockey].locator("#quick-offers .quick-offer").first
+    expect(first_raise).to_contain_text(f"Raise to {raises[0]['amount']}")
+    expect(first_raise).to_contain_text(f"costs you {raises[0]['cost']}")
+    expect(pages[jockey].locator("#accept")).to_have_text(f"Accept the offer of {lowest + 5}")
+    expect(pages[jockey].locator("#discount-note")).to_be_visible()
