@@ -14,7 +14,10 @@ const GAP = 3;
 // the element it is drawn in. Lines turn before they pass it, so the scale stays put until a
 // long round outgrows it.
 const FRAME_HALF_HEIGHT = 4.5 * S;
-const FRAME_MIN_HALF_WIDTH = 4.5 * S;
+const FRAME_MIN_HALF_WIDTH = 6 * S;
+// Each turn of a line moves its next turn 1.5 S further out: the lines spiral outwards in lanes
+// of their own, clear of the spinner's arms and of each other.
+const LANE = 1.5 * S;
 // Without a frame (the rules' figures): distances from the centre at which a line turns.
 const FREE_LIMITS = { x: [11 * S, 15 * S, 19 * S, 23 * S], y: [5 * S, 9 * S, 13 * S, 17 * S] };
 
@@ -169,9 +172,9 @@ function geometry(layout, limits) {
 function tableFrame(aspect) {
   const halfHeight = FRAME_HALF_HEIGHT;
   const halfWidth = Math.max(FRAME_MIN_HALF_WIDTH, halfHeight * aspect);
-  const x = [halfWidth - 1.5 * S, halfWidth - 1.5 * S, halfWidth - 0.5 * S, halfWidth + 0.5 * S];
-  const y = [halfHeight - 1.5 * S, halfHeight - 1.5 * S, halfHeight - 0.5 * S, halfHeight + 0.5 * S];
-  return { halfWidth, halfHeight, limits: { x, y } };
+  const lanes = (first) => [0, 1, 2, 3].map((turns) => first + turns * LANE);
+  const limits = { x: lanes(halfWidth - 1.5 * S), y: lanes(halfHeight - 1.5 * S) };
+  return { halfWidth, halfHeight, limits };
 }
 
 /**

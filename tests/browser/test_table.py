@@ -58,11 +58,12 @@ def in_viewport(page: Page, selector: str) -> bool:
     )
 
 
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_a_round_ends_with_the_final_layout_and_both_hands_face_up_until_continue(
-    servers, new_page
+    servers, new_page, viewport
 ):
     match, users = new_match()
-    page = open_seat(new_page, servers.url, match, users, 0)
+    page = open_seat(new_page, servers.url, match, users, 0, viewport=viewport)
     match, state = play_by_service_until(match.id, lambda state: state.round_no == 2)
     wait_for_seq(page, match.seq)
     settlement = engine.view(state, 0)["settlement"]
@@ -80,8 +81,10 @@ def test_a_round_ends_with_the_final_layout_and_both_hands_face_up_until_continu
         for tile in settlement["hands"][seat]:
             expect(page.locator(f'{slot} svg[data-tile="{tile[0]}-{tile[1]}"]')).to_be_visible()
     expect(page.locator("#hand-area")).to_be_hidden()
-    assert in_viewport(page, "#board") and in_viewport(page, "#overlay-body")
-    shoot(page, "round-end.png")
+    shoot(page, f"round-end-{'phone' if viewport is PHONE else 'desktop'}.png")
+    continue_or_wait = "#overlay-body :is(#start, .waiting)"
+    for selector in ("#board", "#seat-top .seat-tiles", "#seat-bottom .seat-tiles", continue_or_wait):
+        assert in_viewport(page, selector), f"{selector} is not in view at {viewport}"
     # Continue (or the other player's) clears the table for the next round.
     submit(match, engine.first_to_act(state), {"type": "start"})
     match = current(match.id)[0]

@@ -113,5 +113,5 @@ function renderSettlement(add, view, page) {
     if (s.points < s.owed) add("p", t("capped", { payer: names[loser], points: s.points }), "settle-cap");
   }
   add("p", s.points && s.winner !== null ? t("moved", { points: s.points, name: names[s.winner] }) : t("no_transfer"), "settle-points");
-  add("p", balancesLine(view, names));
+  add("p", balancesLine(view, names), "settle-balances");
 }
