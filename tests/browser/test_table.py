@@ -82,8 +82,8 @@ def test_a_round_ends_with_the_final_layout_and_both_hands_face_up_until_continu
             expect(page.locator(f'{slot} svg[data-tile="{tile[0]}-{tile[1]}"]')).to_be_visible()
     expect(page.locator("#hand-area")).to_be_hidden()
     shoot(page, f"round-end-{'phone' if viewport is PHONE else 'desktop'}.png")
-    continue_or_wait = "#overlay-body :is(#start, .waiting)"
-    for selector in ("#board", "#seat-top .seat-tiles", "#seat-bottom .seat-tiles", continue_or_wait):
+    in_view = ("#board", "#seat-top .seat-tiles", "#seat-bottom .seat-tiles")
+    for selector in (*in_view, "#overlay-body :is(#start, .waiting)"):
         assert in_viewport(page, selector), f"{selector} is not in view at {viewport}"
     # Continue (or the other player's) clears the table for the next round.
     submit(match, engine.first_to_act(state), {"type": "start"})
