@@ -1,5 +1,6 @@
-"""The whole interface in Polish: every page, signed in and out, a live match, a finished one
-and its replay, shows none of the interface's English strings once Polish is chosen."""
+"""The whole interface in Polish: every page, signed in and out, a live match (played and
+watched), a finished one and its replay, shows none of the interface's English strings once
+Polish is chosen."""
 
 from __future__ import annotations
 
@@ -57,7 +58,14 @@ def test_every_page_in_polish_shows_no_english_interface_string(servers, new_pag
 
     visitor = new_page()
     speak_polish(visitor, base)
-    signed_out = ["/", "/accounts/login/", "/accounts/register/", "/leaderboard/", "/rules/"]
+    signed_out = [
+        "/",
+        "/accounts/login/",
+        "/accounts/register/",
+        "/leaderboard/",
+        "/rules/",
+        f"/match/{match.id}/",  # watched by a spectator
+    ]
     player = new_page()
     speak_polish(player, base)
     log_in(player, base, users[state.decider])
@@ -85,7 +93,7 @@ def settle(page: Page, path: str, match) -> None:
     """Wait until the page's script has drawn what it draws."""
     if path == f"/match/{match.id}/":
         wait_for_seq(page, current(match.id)[0].seq)
-        expect(page.locator("#hand .hand-tile").first).to_be_visible()
+        expect(page.locator("#hand .hand-tile, #spectating").first).to_be_visible()
     elif path.endswith("/replay/"):
         expect(page.locator("body")).to_have_attribute("data-frame", "0")
     elif path.startswith("/match/"):

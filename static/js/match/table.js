@@ -31,7 +31,8 @@ export function renderSeats(view, page, roundEnd) {
     const you = seat === page.me() && !page.hotseat;
     panel.querySelector(".name").textContent = page.names[seat] + (you ? ` (${t("you")})` : "");
     panel.querySelector(".jockey").hidden = view.jockey !== seat;
-    panel.querySelector(".count").textContent = t("tiles_in_hand_n", { n: view.hand_counts[seat] });
+    const held = roundEnd ? roundEnd.hands[seat].length : view.hand_counts[seat];
+    panel.querySelector(".count").textContent = t("tiles_in_hand_n", { n: held });
     const balance = view.balances[seat];
     panel.querySelector(".balance").textContent = String(balance);
     renderChips(panel.querySelector(".chips"), balance);
