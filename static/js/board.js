@@ -15,9 +15,9 @@ const GAP = 3;
 // long round outgrows it.
 const FRAME_HALF_HEIGHT = 4.5 * S;
 const FRAME_MIN_HALF_WIDTH = 6 * S;
-// Each turn of a line moves its next turn 1.5 S further out: the lines spiral outwards in lanes
-// of their own, clear of the spinner's arms and of each other.
-const LANE = 1.5 * S;
+const ARM_ROOM = 2 * S; // kept free beyond each of the spinner's arms until they open
+const FRAME_GROWTH = 0.25; // a crowded round's frame grows by this much of itself at a time
+const FRAME_MAX_SCALE = 3;
 // Without a frame (the rules' figures): distances from the centre at which a line turns.
 const FREE_LIMITS = { x: [11 * S, 15 * S, 19 * S, 23 * S], y: [5 * S, 9 * S, 13 * S, 17 * S] };
 
@@ -43,6 +43,7 @@ function el(name, attrs = {}, parent = null) {
 }
 
 const turn = ([x, y]) => [-y, x]; // clockwise on screen (y grows downwards)
+const turnBack = ([x, y]) => [y, -x]; // anticlockwise
 const add = (p, d, k = 1) => [p[0] + d[0] * k, p[1] + d[1] * k];
 
 // Draw one half's pips centred at (cx, cy); the 6 is laid along the tile's long axis.
@@ -84,11 +85,32 @@ function geometry(layout, limits) {
   const tiles = layout.tiles;
   const drawn = [];
   const ends = new Map(); // "a-b:side" -> {at, dir, turns, across}
-  if (!tiles.length) return { drawn, ends };
+  let crowded = false; // some tile found no free way and lies on another
+  if (!tiles.length) return { drawn, ends, crowded };
   const spinner = layout.spinner ? key(layout.spinner) : null;
   const children = new Map();
   for (const t of tiles) {
     if (t.place) children.set(placeKey(t.place), t);
+  }
+
+  // The boxes of the tiles laid so far ([left, top, right, bottom]), so that none is laid on
+  // another: a line turns (clockwise, else anticlockwise) where going on would hit one.
+  const occupied = [];
+  function box(at, dir, length, halfAcross) {
+    const n = turn(dir);
+    const a = add(at, n, -halfAcross);
+    const b = add(add(at, dir, length), n, halfAcross);
+    const inset = 1; // touching is not overlapping
+    return [Math.min(a[0], b[0]) + inset, Math.min(a[1], b[1]) + inset, Math.max(a[0], b[0]) - inset, Math.max(a[1], b[1]) - inset];
+  }
+  const hits = (r) => occupied.some((o) => r[0] < o[2] && r[2] > o[0] && r[1] < o[3] && r[3] > o[1]);
+  // The spinner's arms open last (once both chain sides are taken): their first tiles' room is
+  // kept free until they are laid, so that the chains go round it.
+  const reserved = new Map(); // arm end key -> its box in `occupied`
+  function reserveArm(endKey, at, dir) {
+    const room = box(at, dir, ARM_ROOM, S / 2);
+    reserved.set(endKey, room);
+    occupied.push(room);
   }
 
   // A double lies crosswise: S deep along its line, 2S across, centred at `c`.
@@ -97,6 +119,7 @@ function geometry(layout, limits) {
     const value = t.tile[0];
     const isSpinner = key(t.tile) === spinner;
     drawn.push({ t, p1: add(c, n, -S / 2), p2: add(c, n, S / 2), values: [value, value], spinner: isSpinner, centre: c });
+    occupied.push(box(add(c, dir, -S / 2), dir, S, S));
     return n;
   }
 
@@ -107,16 +130,27 @@ function geometry(layout, limits) {
     const k = key(t.tile);
     const isDouble = lo === hi;
     const length = isDouble ? S : 2 * S;
-    // Turn before the far end would pass the limit for this line.
-    const far = add(at, dir, length);
-    const limit = (dir[0] !== 0 ? limits.x : limits.y)[Math.min(turns, 3)];
-    if ((dir[0] !== 0 ? far[0] * dir[0] : far[1] * dir[1]) > limit) {
-      const nd = turn(dir);
-      // The turned tile sits beside the end of the previous one, its near half touching it.
-      at = add(add(at, dir, -S / 2), nd, across);
-      dir = nd;
-      turns += 1;
-    }
+    const halfAcross = isDouble ? S : S / 2;
+    // Go on unless the far end would pass this line's limit or the tile would land on another;
+    // else turn, the turned tile beside the end of the previous one, its near half touching it.
+    // Of the two turns, the one heading away from the centre first: the lines snake outwards.
+    // A line past every limit (a long round) goes on straight: the board grows instead.
+    const within = (w) => {
+      const far = add(w.at, w.dir, length);
+      const limit = (w.dir[0] !== 0 ? limits.x : limits.y)[Math.min(w.turns, 3)];
+      return (w.dir[0] !== 0 ? far[0] * w.dir[0] : far[1] * w.dir[1]) <= limit;
+    };
+    const straight = { at, dir, turns };
+    const turned = (nd) => ({ at: add(add(at, dir, -S / 2), nd, across), dir: nd, turns: turns + 1 });
+    const away = (nd) => nd[0] * at[0] + nd[1] * at[1];
+    const bends = [turn(dir), turnBack(dir)].sort((a, b) => away(b) - away(a)).map(turned);
+    const ways = within(straight)
+      ? [straight, ...bends]
+      : [...bends.filter(within), straight, ...bends.filter((w) => !within(w))];
+    const way = ways.find((w) => !hits(box(w.at, w.dir, length, halfAcross)));
+    if (!way) crowded = true;
+    ({ at, dir, turns } = way || ways[0]);
+    if (!isDouble) occupied.push(box(at, dir, length, halfAcross));
     if (isDouble) {
       const c = add(at, dir, S / 2);
       const n = crosswise(t, c, dir);
@@ -124,6 +158,8 @@ function geometry(layout, limits) {
       if (k === spinner) {
         ends.set(`${k}:arm_a`, { at: add(c, n, -S), dir: n.map((v) => -v), turns: 0, across: S / 2 });
         ends.set(`${k}:arm_b`, { at: add(c, n, S), dir: n, turns: 0, across: S / 2 });
+        reserveArm(`${k}:arm_a`, add(c, n, -S), n.map((v) => -v));
+        reserveArm(`${k}:arm_b`, add(c, n, S), n);
       }
       for (const side of ["chain_b", "arm_a", "arm_b"]) follow(`${k}:${side}`);
       return;
@@ -137,6 +173,8 @@ function geometry(layout, limits) {
   }
 
   function follow(endKey) {
+    if (reserved.has(endKey)) occupied.splice(occupied.indexOf(reserved.get(endKey)), 1);
+    reserved.delete(endKey);
     const child = children.get(endKey);
     if (!child) return;
     const e = ends.get(endKey);
@@ -154,27 +192,40 @@ function geometry(layout, limits) {
     if (k === spinner) {
       ends.set(`${k}:arm_a`, { at: [0, -S], dir: [0, -1], turns: 0, across: S / 2 });
       ends.set(`${k}:arm_b`, { at: [0, S], dir: [0, 1], turns: 0, across: S / 2 });
+      reserveArm(`${k}:arm_a`, [0, -S], [0, -1]);
+      reserveArm(`${k}:arm_b`, [0, S], [0, 1]);
     }
     for (const side of ["chain_a", "chain_b", "arm_a", "arm_b"]) follow(`${k}:${side}`);
   } else {
     // A non-double opening: the low half to the left, the high half to the right.
     drawn.push({ t: root, p1: [-S / 2, 0], p2: [S / 2, 0], values: [lo, hi] });
+    occupied.push(box([-S, 0], [1, 0], 2 * S, S / 2));
     ends.set(`${k}:low`, { at: [-S, 0], dir: [-1, 0], turns: 0, across: S / 2 });
     ends.set(`${k}:high`, { at: [S, 0], dir: [1, 0], turns: 0, across: S / 2 });
     follow(`${k}:low`);
     follow(`${k}:high`);
   }
-  return { drawn, ends };
+  return { drawn, ends, crowded };
 }
 
-// The frame of a table `aspect` times as wide as high, and the turning limits that keep the
-// lines inside it.
-function tableFrame(aspect) {
-  const halfHeight = FRAME_HALF_HEIGHT;
-  const halfWidth = Math.max(FRAME_MIN_HALF_WIDTH, halfHeight * aspect);
-  const lanes = (first) => [0, 1, 2, 3].map((turns) => first + turns * LANE);
-  const limits = { x: lanes(halfWidth - 1.5 * S), y: lanes(halfHeight - 1.5 * S) };
+// The frame of a table `aspect` times as wide as high, `scale` times the usual size, and the
+// turning limits that keep the lines inside it (the same after any number of turns).
+function tableFrame(aspect, scale) {
+  const halfHeight = FRAME_HALF_HEIGHT * scale;
+  const halfWidth = Math.max(FRAME_MIN_HALF_WIDTH * scale, halfHeight * aspect);
+  const every = (limit) => [limit, limit, limit, limit];
+  const limits = { x: every(halfWidth - 1.5 * S), y: every(halfHeight - 1.5 * S) };
   return { halfWidth, halfHeight, limits };
+}
+
+// The table's frame and the tiles laid in it: the usual frame, or (for a round too crowded to
+// lie in it without a tile on another) the smallest larger one that has room.
+function framedGeometry(layout, aspect) {
+  for (let scale = 1; ; scale += FRAME_GROWTH) {
+    const frame = tableFrame(aspect, scale);
+    const laid = geometry(layout, frame.limits);
+    if (!laid.crowded || scale >= FRAME_MAX_SCALE) return { frame, ...laid };
+  }
 }
 
 /**
@@ -191,8 +242,10 @@ function tableFrame(aspect) {
 export function renderBoard(svg, layout, options = {}) {
   while (svg.firstChild) svg.removeChild(svg.firstChild);
   const area = svg.getBoundingClientRect();
-  const frame = options.steady ? tableFrame(area.width && area.height ? area.width / area.height : 2) : null;
-  const { drawn, ends } = geometry(layout, frame ? frame.limits : FREE_LIMITS);
+  const aspect = area.width && area.height ? area.width / area.height : 2;
+  const { frame, drawn, ends } = options.steady
+    ? framedGeometry(layout, aspect)
+    : { frame: null, ...geometry(layout, FREE_LIMITS) };
   const root = el("g", { class: "board-root" }, svg);
   let minX = -2 * S, minY = -1.5 * S, maxX = 2 * S, maxY = 1.5 * S;
   if (frame) {
