@@ -58,6 +58,25 @@ def in_viewport(page: Page, selector: str) -> bool:
     )
 
 
+def overlapping_tiles(page: Page) -> list:
+    """Pairs of board tiles whose faces overlap (by more than a pixel each way)."""
+    return page.evaluate(
+        """() => {
+            const faces = [...document.querySelectorAll("#board .domino")].map(
+                (g) => [g.dataset.tile, g.querySelector(".tile-face").getBoundingClientRect()]);
+            const pairs = [];
+            for (const [i, [a, A]] of faces.entries()) {
+                for (const [b, B] of faces.slice(i + 1)) {
+                    const x = Math.min(A.right, B.right) - Math.max(A.left, B.left);
+                    const y = Math.min(A.bottom, B.bottom) - Math.max(A.top, B.top);
+                    if (x > 1 && y > 1) pairs.push([a, b]);
+                }
+            }
+            return pairs;
+        }"""
+    )
+
+
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_a_round_ends_with_the_final_layout_and_both_hands_face_up_until_continue(
     servers, new_page, viewport
@@ -73,8 +92,10 @@ def test_a_round_ends_with_the_final_layout_and_both_hands_face_up_until_continu
     expect(overlay).to_contain_text(f"Pips left: ala {settlement['pips'][0]}")
     if settlement["end"] == "block" and settlement["winner"] is not None:
         expect(overlay).to_contain_text(f"round to {settlement['rounded']}")
-    # The final layout stays on the table, and both final hands lie face up beside the seats.
+    # The final layout stays on the table, no tile on another, and both final hands lie face up
+    # beside the seats.
     expect(page.locator("#board .domino")).to_have_count(len(settlement["layout"]["tiles"]))
+    assert overlapping_tiles(page) == []
     for slot, seat in (("#seat-bottom", 0), ("#seat-top", 1)):
         tiles = page.locator(f"{slot} .seat-tiles.face-up svg[data-tile]")
         expect(tiles).to_have_count(len(settlement["hands"][seat]))
@@ -145,8 +166,8 @@ def test_the_board_and_the_hand_share_one_screen_while_choosing_a_place(
     for selector in ("#board", "#hand", "#seat-bottom .bank", "#board .place-dot.active"):
         assert in_viewport(page, selector), f"{selector} is not in view at {viewport}"
     # The board keeps a steady scale: a tile is drawn at a size you can read.
-    width = page.locator("#board .domino").first.evaluate("el => el.getBoundingClientRect()")
-    assert max(width["width"], width["height"]) >= (45 if viewport is PHONE else 60)
+    tile = page.locator("#board .domino").first.evaluate("el => el.getBoundingClientRect()")
+    assert max(tile["width"], tile["height"]) >= (45 if viewport is PHONE else 60)
 
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
