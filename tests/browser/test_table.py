@@ -258,3 +258,11 @@ def test_the_auction_offers_quick_amounts_with_their_cost_and_sets_waive_apart(s
     expect(first_raise).to_contain_text(f"costs you {raises[0]['cost']}")
     expect(pages[jockey].locator("#accept")).to_have_text(f"Accept the offer of {lowest + 5}")
     expect(pages[jockey].locator("#discount-note")).to_be_visible()
+    # The rules open beside the auction: your clock and your choices stay in view.
+    pages[jockey].locator("#rules-open").click()
+    for viewport in (DESKTOP, PHONE):
+        pages[jockey].set_viewport_size(viewport)
+        expect(pages[jockey].locator("#rules-panel")).to_be_visible()
+        shoot(pages[jockey], f"auction-rules-{'phone' if viewport is PHONE else 'desktop'}.png")
+        for selector in ("#seat-bottom .bank", "#accept", "#quick-offers .quick-offer"):
+            assert in_viewport(pages[jockey], selector), f"{selector} is not in view at {viewport}"
