@@ -86,6 +86,7 @@ function onState(msg, events) {
   if (!before || before.view.seq !== msg.view.seq || before.you !== msg.you) ui.selected = null;
   const view = msg.view;
   history.begin(view.round);
+  if (!before) catchUp();
   // A tile that must be played (drawn and fits) is selected for you.
   if (view.must_play && view.legal && view.legal.plays.length) ui.selected = key(view.must_play);
   const moves = [];
@@ -126,6 +127,24 @@ function appendLog(lines) {
 
 function announce(text) {
   $("announce").textContent = text;
+}
+
+// What happened before this page opened (a reload, a late spectator): the round's scores and
+// the opponent's last tile, from the match record.
+async function catchUp() {
+  try {
+    const response = await fetch(cfg.apiUrl, { headers: { Accept: "application/json" } });
+    if (!response.ok) return;
+    const record = await response.json();
+    history.catchUp(record);
+    const events = record.rounds.length ? record.rounds[record.rounds.length - 1].events : [];
+    const last = [...events].reverse().find((e) => e.type === "play");
+    const onTable = ui.msg.view.layout.tiles.some((p) => last && key(p.tile) === key(last.tile));
+    if (ui.markedTile === null && onTable && (last.seat !== page.me() || page.hotseat)) ui.markedTile = key(last.tile);
+    render();
+  } catch {
+    // The page simply starts with what it sees from now on.
+  }
 }
 
 async function fetchRatings() {

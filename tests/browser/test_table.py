@@ -128,13 +128,19 @@ def test_a_scoring_play_lights_its_ends_and_shows_its_points_at_the_board(server
     watcher = open_seat(new_page, servers.url, match, users, 1 - seat)
     for page in (player, watcher):
         wait_for_seq(page, match.seq)
-    expect(player.locator("#round-scores")).not_to_contain_text(f"+{points}")
+    # The round's scores so far are listed on opening the page (from the match record).
+    this_round = match.record["rounds"][-1]["events"]
+    scored = [e for e in this_round if e.get("points") or e.get("paid")]
+    entries = player.locator("#round-scores li:not(.empty)")
+    expect(entries).to_have_count(len(scored))
     place_tuple = None if place is None else (tuple(place["tile"]), place["side"])
     click_play(player, state, seat, tuple(tile), place_tuple)
     for page in (player, watcher):
         expect(page.locator("#score-flash")).to_have_text(f"+{points} {users[seat].username}")
         expect(page.locator("#board .counted-marks.scoring")).to_have_count(1)
-        expect(page.locator("#round-scores")).to_contain_text(f"{users[seat].username} +{points}")
+        latest = page.locator("#round-scores li:not(.empty)")
+        expect(latest).to_have_count(len(scored) + 1)
+        expect(latest.last).to_contain_text(f"{users[seat].username} +{points}")
         expect(page.locator(f'.seat-panel[data-seat="{seat}"] .gain')).to_have_text(f"+{points}")
     shoot(watcher, "scoring.png")
     # The mover's move is marked for the opponent until the opponent plays.

@@ -20,8 +20,9 @@ export function pointsMoved(event) {
 
 export class RoundHistory {
   constructor() {
-    this.round = null; // the round the next event belongs to
-    this.entries = new Map(); // round -> [moved]
+    this.round = null; // the round the next live event belongs to
+    this.entries = new Map(); // round -> [moved, with its event's seq]
+    this.seen = new Set(); // seqs of the events counted
   }
 
   // The first state seen: later events belong to its round.
@@ -30,17 +31,31 @@ export class RoundHistory {
   }
 
   add(event) {
-    const moved = pointsMoved(event);
-    if (moved) {
-      if (!this.entries.has(this.round)) this.entries.set(this.round, []);
-      this.entries.get(this.round).push(moved);
-    }
+    if (this.seen.has(event.seq)) return;
+    this.count(this.round, event);
     if (event.type === "settle") this.round += 1; // what follows is the next round's
+  }
+
+  // The events before this page opened, from the match record (docs/ARCHIVE.md).
+  catchUp(record) {
+    for (const round of record.rounds) {
+      for (const event of round.events) {
+        if (!this.seen.has(event.seq)) this.count(round.number, event);
+      }
+    }
+  }
+
+  count(round, event) {
+    this.seen.add(event.seq);
+    const moved = pointsMoved(event);
+    if (!moved) return;
+    if (!this.entries.has(round)) this.entries.set(round, []);
+    this.entries.get(round).push({ ...moved, seq: event.seq });
   }
 
   render(list, title, round, names) {
     title.textContent = t("round_scores", { round });
-    const entries = this.entries.get(round) || [];
+    const entries = [...(this.entries.get(round) || [])].sort((a, b) => a.seq - b.seq);
     list.replaceChildren();
     if (!entries.length) {
       const empty = document.createElement("li");
