@@ -150,6 +150,7 @@ def test_pass_and_play_hides_the_hand_at_each_hand_over_until_the_reveal(servers
     page = new_page()
     log_in(page, base, user)
     page.goto(f"{base}/lobby/")
+    expect(page.locator("#conn-dot")).to_have_attribute("data-state", "open")
     page.locator("#hotseat-start").click()
     expect(page).to_have_url(MATCH_URL)
     match_id = MATCH_URL.search(page.url).group(1)
