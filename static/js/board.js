@@ -289,12 +289,12 @@ export function renderBoard(svg, layout, options = {}) {
     const e = ends.get(`${key(place.tile)}:${place.side}`);
     if (!e) continue;
     const pos = add(e.at, e.dir, S * 1.1); // beyond the counted number, where the tile would go
-    grow(pos[0], pos[1], S * 0.6);
+    grow(pos[0], pos[1], S * 0.9);
     const g = el("g", { class: "place-dot", "data-place": placeKey(place) }, dots);
     el("circle", { cx: pos[0], cy: pos[1], r: S * 0.3 }, g);
     const score = options.placeScore ? options.placeScore(place) : 0;
     if (score) {
-      const label = el("text", { x: pos[0], y: pos[1], class: "place-score", "text-anchor": "middle", "dominant-baseline": "central" }, g);
+      const label = el("text", { x: pos[0], y: pos[1] + S * 0.62, class: "place-score", "text-anchor": "middle", "dominant-baseline": "central" }, g);
       label.textContent = `+${score}`;
     }
     if (options.onPlace) {
