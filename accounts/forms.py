@@ -6,6 +6,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
+from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from accounts import lockout
@@ -13,7 +14,9 @@ from accounts.models import User
 
 
 class RegisterForm(UserCreationForm):
-    email = forms.EmailField(required=False, help_text="Optional; only for password resets.")
+    email = forms.EmailField(
+        label=_("Email"), required=False, help_text=_("Optional; only for password resets.")
+    )
 
     class Meta(UserCreationForm.Meta):
         model = User

@@ -8,6 +8,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from accounts import selectors, services
@@ -25,7 +26,9 @@ def register(request):
             email=form.cleaned_data.get("email") or "",
         )
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        messages.success(request, f"Welcome, {user.username}! You are signed in.")
+        messages.success(
+            request, _("Welcome, %(name)s! You are signed in.") % {"name": user.username}
+        )
         return redirect("lobby")
     return render(request, "accounts/register.html", {"form": form})
 
@@ -43,7 +46,7 @@ class PasswordChangeView(auth_views.PasswordChangeView):
         return reverse("profile", args=[self.request.user.username])
 
     def form_valid(self, form):
-        messages.success(self.request, "Your password was changed.")
+        messages.success(self.request, _("Your password was changed."))
         return super().form_valid(form)
 
 
@@ -63,11 +66,11 @@ def leaderboard(request):
 def ladder(request):
     if request.POST.get("action") == "leave":
         services.ladder_leave(user=request.user)
-        messages.info(request, "You left the rated ladder. Your rating is kept.")
+        messages.info(request, _("You left the rated ladder. Your rating is kept."))
     else:
         services.ladder_join(user=request.user)
         messages.success(
-            request, "You joined the rated ladder: rated seeks and challenges are open to you."
+            request, _("You joined the rated ladder: rated seeks and challenges are open to you.")
         )
     next_url = request.POST.get("next") or ""
     if next_url.startswith("/") and not next_url.startswith("//"):

@@ -1,14 +1,20 @@
-"""Site-wide pages: the home page and the health endpoint."""
+"""Site-wide pages: the home page, the favicon and the health endpoint."""
 
 import time
 
-from django.http import JsonResponse
+from django.http import HttpResponseRedirect, JsonResponse
+from django.templatetags.static import static
 from django.views.decorators.cache import never_cache
 from django.views.generic import TemplateView
 
 from accounts.selectors import leaderboard
 from config.health import run_checks
 from matches.selectors import live_matches
+
+
+def favicon(request):
+    """Browsers ask for /favicon.ico whatever the page says: send them to the icon."""
+    return HttpResponseRedirect(static("favicon.svg"))
 
 
 class HomeView(TemplateView):

@@ -88,7 +88,7 @@ export class Connection {
     const message = { ...command, cseq: this.nextCseq() };
     this.unanswered = { message, retries: 0 };
     if (!this.sendRaw(message)) {
-      this.handlers.onError({ code: "offline", reason: "not connected: it is sent on reconnecting" });
+      this.handlers.onError({ code: "offline" });
     }
   }
 
@@ -115,7 +115,7 @@ export class Connection {
         this.sendRaw(pending.message);
         return;
       }
-      if (msg.type === "error" && RETRY_CODES.includes(msg.code) && pending.retries < RETRIES) {
+      if (msg.type === "error" && RETRY_CODES.includes(msg.code ?? msg.reason) && pending.retries < RETRIES) {
         pending.retries += 1;
         setTimeout(() => this.unanswered === pending && this.sendRaw(pending.message), RETRY_AFTER_MS);
         return;

@@ -1,6 +1,8 @@
 // The live lobby: one WebSocket (/ws/lobby/) carries snapshots in and requests out. No polling.
 // Messages: {type:"lobby"} public state, {type:"personal"} my part, {type:"match_started", url},
 // {type:"error", code, message}, {type:"ok"}. Snapshots carry `seq`; older ones are ignored.
+// Every string shown is the page's language (lobby/views.py lobby_strings).
+import { t } from "./i18n.js";
 
 const root = document.getElementById("lobby-root");
 const me = root.dataset.username;
@@ -34,7 +36,7 @@ function toast(text) {
 
 function send(type, fields = {}) {
   if (!socket || socket.readyState !== WebSocket.OPEN) {
-    toast("Not connected: reconnecting…");
+    toast(t("not_connected"));
     return;
   }
   socket.send(JSON.stringify({ type, ...fields }));
@@ -47,24 +49,25 @@ function playerLabel(player) {
 }
 
 function kindPill(rated) {
-  return el("span", { class: rated ? "pill pill-rated" : "pill" }, rated ? "rated" : "casual");
+  return el("span", { class: rated ? "pill pill-rated" : "pill" }, rated ? t("rated") : t("casual"));
 }
 
 function rangeText(seek) {
-  if (seek.rating_min === null && seek.rating_max === null) return "any rating";
-  if (seek.rating_min === null) return `up to ${seek.rating_max}`;
+  if (seek.rating_min === null && seek.rating_max === null) return t("any_rating");
+  if (seek.rating_min === null) return t("up_to", { rating: seek.rating_max });
   if (seek.rating_max === null) return `${seek.rating_min}+`;
   return `${seek.rating_min}–${seek.rating_max}`;
 }
 
 function renderLobby(state) {
+  $("count-seeks").textContent = state.seeks.length;
   $("count-waiting").textContent = state.waiting;
   $("count-live").textContent = state.live;
   $("seek-count").textContent = state.seeks.length ? `(${state.seeks.length})` : "";
   const list = $("seek-list");
   list.replaceChildren();
   if (!state.seeks.length) {
-    list.append(el("li", { class: "empty" }, "No open seeks. Create one, or press Play now."));
+    list.append(el("li", { class: "empty" }, t("no_seeks")));
     return;
   }
   for (const seek of state.seeks) {
@@ -73,10 +76,10 @@ function renderLobby(state) {
       || (seek.rating_max !== null && myRating > seek.rating_max);
     const action = mine
       ? el("button", { class: "button button-small button-quiet", type: "button",
-          onclick: () => send("seek_cancel", { seek_id: seek.id }) }, "Cancel")
+          onclick: () => send("seek_cancel", { seek_id: seek.id }) }, t("cancel"))
       : el("button", { class: "button button-small", type: "button", disabled: outside,
-          title: outside ? "Your rating is outside this seek's range" : null,
-          onclick: () => send("seek_accept", { seek_id: seek.id }) }, "Accept");
+          title: outside ? t("outside_range") : null,
+          onclick: () => send("seek_accept", { seek_id: seek.id }) }, t("accept"));
     list.append(el("li", { "data-seek-id": seek.id },
       el("span", {}, playerLabel(seek.owner), " ", kindPill(seek.rated), " ",
         el("span", { class: "seek-meta" }, rangeText(seek))),
@@ -88,17 +91,17 @@ function renderChallenges(listId, challenges, incoming) {
   const list = $(listId);
   list.replaceChildren();
   if (!challenges.length) {
-    list.append(el("li", { class: "empty" }, "None."));
+    list.append(el("li", { class: "empty" }, t("none")));
     return;
   }
   for (const challenge of challenges) {
     const actions = incoming
       ? [el("button", { class: "button button-small", type: "button",
-            onclick: () => send("challenge_accept", { challenge_id: challenge.id }) }, "Accept"),
+            onclick: () => send("challenge_accept", { challenge_id: challenge.id }) }, t("accept")),
          el("button", { class: "button button-small button-quiet", type: "button",
-            onclick: () => send("challenge_decline", { challenge_id: challenge.id }) }, "Decline")]
+            onclick: () => send("challenge_decline", { challenge_id: challenge.id }) }, t("decline"))]
       : [el("button", { class: "button button-small button-quiet", type: "button",
-            onclick: () => send("challenge_cancel", { challenge_id: challenge.id }) }, "Cancel")];
+            onclick: () => send("challenge_cancel", { challenge_id: challenge.id }) }, t("cancel"))];
     list.append(el("li", {},
       el("span", {}, playerLabel(challenge.player), " ", kindPill(challenge.rated)),
       el("span", { class: "seek-actions" }, ...actions)));
@@ -117,7 +120,7 @@ function renderQuick() {
   const started = Date.now();
   const tick = () => {
     const seconds = Math.floor((Date.now() - started) / 1000);
-    $("quick-note").textContent = `Looking for an opponent… ${seconds}s`;
+    $("quick-note").textContent = t("looking", { seconds });
   };
   tick();
   quickTimer = setInterval(tick, 1000);
@@ -149,11 +152,11 @@ function onMessage(message) {
       renderPersonal(message);
       break;
     case "match_started":
-      toast("Your match is starting…");
+      toast(t("match_starting"));
       window.location.assign(message.url);
       break;
     case "error":
-      toast(message.message);
+      toast(message.message ?? message.reason ?? message.code);
       break;
     default:
       break;
@@ -170,13 +173,13 @@ function connect() {
     // Keeps this page counted as present (a silent socket stops counting after 90 s).
     connect.ping = setInterval(() => send("ping"), 25000);
     $("conn-dot").dataset.state = "open";
-    $("conn-text").textContent = "Live";
+    $("conn-text").textContent = t("live");
   });
   socket.addEventListener("message", (event) => onMessage(JSON.parse(event.data)));
   socket.addEventListener("close", () => {
     clearInterval(connect.ping);
     $("conn-dot").dataset.state = "closed";
-    $("conn-text").textContent = "Reconnecting…";
+    $("conn-text").textContent = t("reconnecting");
     lastSeq = { lobby: 0, personal: 0 };
     setTimeout(connect, retryMs);
     retryMs = Math.min(retryMs * 2, 10000);

@@ -2,7 +2,8 @@
 
 - `servers`: a real Daphne and a real Celery worker on the test database (use with
   `transactional_db`, which the fixture requests, so the servers see the test's rows).
-- `new_page(**context_options)`: a page in a fresh browser context (one per player).
+- `new_page(**context_options)`: a page in a fresh browser context (one per player); the test
+  fails if a script on any of them threw.
 - `Driver` (tests/browser/driver.py) plays a seat by clicking in its page.
 """
 
@@ -37,14 +38,19 @@ def servers(daphne_server, celery_worker_process, transactional_db):
 
 @pytest.fixture
 def new_page(browser):
+    """Pages in fresh contexts; a test fails if any of its pages' scripts threw."""
     contexts = []
+    script_errors = []
 
     def make(**options):
         context = browser.new_context(**{"viewport": {"width": 1280, "height": 860}, **options})
         context.set_default_timeout(15_000)
         contexts.append(context)
-        return context.new_page()
+        page = context.new_page()
+        page.on("pageerror", lambda error: script_errors.append(f"{page.url}: {error}"))
+        return page
 
     yield make
     for context in contexts:
         context.close()
+    assert script_errors == []

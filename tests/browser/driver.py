@@ -6,6 +6,7 @@ the database the servers use); the page is only ever driven through its controls
 
 from __future__ import annotations
 
+import random
 import re
 from concurrent.futures import ThreadPoolExecutor
 
@@ -13,7 +14,8 @@ from playwright.sync_api import Page, expect
 
 import engine
 from engine.legal import legal_plays
-from engine.scoring import points_for
+from engine.play import play_score
+from matches import services
 from matches.models import Match
 from matches.selectors import match_state
 from tests.support import wait_until
@@ -62,16 +64,10 @@ def wait_for_change(match_id, seq: int) -> None:
 
 def choose_play(state: engine.MatchState, seat: int, *, best: bool):
     """The play that scores most (``best``) or least, heaviest tile first either way."""
-    layout = state.layout
 
     def value(option):
         tile, place = option
-        after = (
-            layout.open_with(tile)
-            if place is None
-            else layout.play(tile, place, layout.open_value(place))
-        )
-        score = points_for(after.end_total())
+        score = play_score(state.layout, tile, place)
         return (score if best else -score, sum(tile))
 
     return max(legal_plays(state, seat), key=value)
@@ -135,3 +131,42 @@ def settlement_shown(page: Page, round_no: int) -> None:
     expect(overlay).to_contain_text(
         re.compile(rf"Round {round_no} settled|Runda {round_no} rozliczona")
     )
+
+
+PASSWORD = "a-long-test-pass-1"
+
+
+def new_match(names=("ala", "olek")):
+    """A new online match between two new users with these names; clocks stand until Start."""
+    from django.contrib.auth import get_user_model
+
+    users = [get_user_model().objects.create_user(name, password=PASSWORD) for name in names]
+    now_ms = services.timekeeping.now_ms()
+    match = off_the_loop(services.match_create, player0=users[0], player1=users[1], now_ms=now_ms)
+    return match, users
+
+
+def submit(match: Match, seat: int, command: dict) -> None:
+    """``seat``'s command, straight to the match service (for moves a test does not watch)."""
+    off_the_loop(
+        services.match_submit,
+        match_id=match.id,
+        user=match.player1 if seat == 1 else match.player0,
+        command=command,
+        arrival_ms=services.timekeeping.now_ms(),
+    )
+
+
+def play_by_service_until(match_id, done, *, seed: int = 5) -> tuple[Match, engine.MatchState]:
+    """Both seats play greedily through the service (Start and Continue included) until
+    ``done(state)``; returns the match and the state that satisfied it."""
+    bot, rng = engine.GreedyBot(), random.Random(seed)
+    while True:
+        match, state = current(match_id)
+        if done(state):
+            return match, state
+        assert state.result is None, "the match ended before the situation the test needs"
+        if state.phase == "ready":
+            submit(match, engine.first_to_act(state), {"type": "start"})
+        else:
+            submit(match, state.decider, bot.choose(state, state.decider, rng))

@@ -15,3 +15,11 @@ def test_the_home_page_shows_the_game_with_the_site_styles(page: Page, daphne_se
         "el => getComputedStyle(el).backgroundColor"
     )
     assert header_background == "rgb(29, 35, 43)"  # --ink: the stylesheet was served
+
+
+def test_every_page_has_an_icon_and_favicon_ico_answers(page: Page, daphne_server):
+    page.goto(f"{daphne_server.url}/")
+    icon = page.locator('link[rel="icon"]').get_attribute("href")
+    assert page.request.get(f"{daphne_server.url}{icon}").ok
+    favicon = page.request.get(f"{daphne_server.url}/favicon.ico")
+    assert favicon.ok and favicon.headers["content-type"].startswith("image/svg+xml")

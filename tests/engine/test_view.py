@@ -1,8 +1,8 @@
 """RULES §2 and STYLE 3: what each role sees, one test per role."""
 
-from engine import view
+from engine import next_round, view
 
-from .builders import auction_table, table
+from .builders import auction_table, deal, table
 from .views import assert_view_hides_secrets, tiles_in
 
 HAND0 = [(6, 6), (0, 1), (2, 3)]
@@ -102,3 +102,55 @@ def test_the_settlement_is_shown_to_everyone():
     game.play(0, (6, 6))
     seen = view(game.state, None)
     assert seen["settlement"]["end"] == "domino" and seen["settlement"]["pips"] == [0, 17]
+
+
+def test_each_place_of_a_play_says_what_it_would_score():
+    game = table([(5, 5), (0, 1)], [(0, 5), (1, 2)])
+    game.start()
+    assert view(game.state, 0)["legal"]["plays"] == [
+        {"tile": [5, 5], "places": [None], "scores": [10]}
+    ]
+    game.play(0, (5, 5))
+    assert view(game.state, 1)["legal"]["plays"] == [
+        {
+            "tile": [0, 5],
+            "places": [{"tile": [5, 5], "side": "chain_a"}, {"tile": [5, 5], "side": "chain_b"}],
+            "scores": [10, 10],
+        }
+    ]
+
+
+def test_each_offer_says_what_it_would_cost_after_the_jockey_discount():
+    game = auction_table(HAND0, HAND1, jockey=0)
+    game.start()
+    offers = view(game.state, 1)["legal"]["offers"]
+    assert (offers[0], offers[-1]) == ({"amount": 15, "cost": 15}, {"amount": 150, "cost": 150})
+    game.offer(1, 15)
+    offers = view(game.state, 0)["legal"]["offers"]
+    assert (offers[0], offers[-1]) == ({"amount": 20, "cost": 5}, {"amount": 165, "cost": 150})
+    assert view(game.state, 1)["legal"]["offers"] == []
+
+
+def test_a_domino_settlement_rounds_nothing_and_keeps_the_final_table_into_the_next_round():
+    game = table([(6, 6)], HAND1)
+    game.start()
+    game.play(0, (6, 6))
+    after = next_round(game.state, deal([(1, 1)], [(2, 2)]))
+    settlement = view(after, None)["settlement"]
+    assert (settlement["end"], settlement["rounded"], settlement["owed"]) == ("domino", None, 0)
+    assert settlement["hands"] == [[], [[0, 6], [1, 2], [4, 4]]]
+    assert [p["tile"] for p in settlement["layout"]["tiles"]] == [[6, 6]]
+
+
+def test_a_block_settlement_shows_the_rounding_and_what_was_owed_before_the_cap():
+    game = table(
+        [(6, 6), (5, 6), (0, 1), (0, 3)], [(4, 4), (2, 4), (1, 3)], boneyard=(), balances=(285, 15)
+    )
+    game.start()
+    game.play(0, (6, 6))
+    game.play(0, (5, 6), (6, 6), "chain_a")
+    settlement = view(game.state, 0)["settlement"]
+    assert settlement["pips"] == [4, 18]
+    assert (settlement["rounded"], settlement["owed"], settlement["points"]) == (20, 20, 15)
+    assert settlement["hands"] == [[[0, 1], [0, 3]], [[1, 3], [2, 4], [4, 4]]]
+    assert len(settlement["layout"]["tiles"]) == 2
