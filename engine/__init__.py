@@ -15,7 +15,7 @@ from .expert import ExpertBot
 from .fairness import begin_dealing
 from .legal import legal_commands, legal_decisions, legal_plays
 from .record import add_events, add_round, iso_timestamp, new_record, status_of
-from .replay import Problem, ReplayError, audit, replay
+from .replay import FAIRNESS, Problem, ReplayError, audit, replay
 from .rules import (
     Applied,
     Flagged,
@@ -39,6 +39,7 @@ from .state import MatchState
 from .view import view
 
 __all__ = [
+    "FAIRNESS",
     "Applied",
     "Flagged",
     "Rejection",

@@ -129,3 +129,22 @@ def recent_matches(user, *, limit: int = 10) -> list[dict]:
             "url": f"/match/{match.id}/",
         })  # fmt: skip
     return rows
+
+
+def deal_proofs(record: dict) -> list[dict]:
+    """For each round whose seed is revealed: the seed, its commitment, the players'
+    contributions and whether the engine's fairness proof holds (the seed matches the
+    commitment, and the tiles follow from the seed and the contributions, docs/fairness.md)."""
+    _state, problems = engine.audit(record)
+    unfair = {p.round for p in problems if p.about == engine.FAIRNESS}
+    return [
+        {
+            "round": number,
+            "seed": round_record["seed"],
+            "commitment": round_record["commitment"],
+            "contributions": round_record.get("contributions"),
+            "verified": number not in unfair,
+        }
+        for number, round_record in enumerate(record["rounds"], start=1)
+        if round_record["seed"] is not None
+    ]

@@ -4,6 +4,7 @@ the engine; nothing here writes."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.paginator import Paginator
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, render
@@ -15,7 +16,7 @@ from accounts import selectors as account_selectors
 from engine.layout import Layout
 
 from .models import Match
-from .selectors import match_record, recent_matches
+from .selectors import deal_proofs, match_record, recent_matches
 
 ARCHIVE_PAGE_SIZE = 20
 
@@ -95,6 +96,25 @@ def replay_frames_json(request, match_id):
             "frames": replay_frames(record),
         }
     )
+
+
+def deals_json(request, match_id):
+    """The revealed rounds' deals with their proof (matches.selectors.deal_proofs): what the
+    match page and the replay show as "deal verified"."""
+    match = get_object_or_404(Match, pk=match_id)
+    return JsonResponse({"deals": deal_proofs(match_record(match))})
+
+
+def fairness(request):
+    """How a deal is made and how anyone checks one: the page shows docs/fairness.md's own
+    verifier, so there is one copy of it."""
+    return render(request, "matches/fairness.html", {"verifier": standalone_verifier()})
+
+
+def standalone_verifier() -> str:
+    """The first ```python block of docs/fairness.md."""
+    text = (settings.BASE_DIR / "docs" / "fairness.md").read_text(encoding="utf-8")
+    return text.split("```python\n", 1)[1].split("```", 1)[0]
 
 
 def replay_frames(record: dict) -> list[dict]:
