@@ -4,12 +4,14 @@
 import { key, renderBoard, tileSvg } from "./board.js";
 import { countedSum, describeEvent, describeLayout } from "./describe.js";
 import { t } from "./i18n.js";
+import { showProof } from "./match/fairness.js";
 
 const cfg = JSON.parse(document.getElementById("sb-config").textContent);
 const $ = (id) => document.getElementById(id);
 const names = cfg.players;
 let frames = [];
 let index = 0;
+let provenRound = null; // the round whose deal proof is on show
 const judged = new Map(); // event seq -> the expert's judgement of that decision
 const ANALYSIS_POLL_MS = 2000;
 const ANALYSIS_POLLS = 90;
@@ -37,6 +39,10 @@ function show(i) {
     hand.replaceChildren(...view.hands[seat].map((tile) => tileSvg(tile)));
   }
   showJudgement(frame.event);
+  if (frame.round !== provenRound) {
+    provenRound = frame.round;
+    showProof($("rp-deal"), frame.round, { matchId: cfg.matchId, names });
+  }
   document.body.dataset.frame = String(index);
 }
 
