@@ -17,6 +17,12 @@ class User(AbstractUser):
     # The rated ladder: only members play rated matches and appear on the leaderboard.
     on_ladder = models.BooleanField(default=False, db_index=True)
     ladder_joined_at = models.DateTimeField(null=True, blank=True)
+    # A computer player's level (engine.BOTS: random, greedy, expert); empty for a person.
+    computer_level = models.CharField(max_length=16, blank=True, default="", db_index=True)
+
+    @property
+    def is_computer(self) -> bool:
+        return bool(self.computer_level)
 
     @property
     def provisional(self) -> bool:

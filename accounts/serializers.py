@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+COMPUTER_HELP = "the computer's level (random, greedy, expert); null for a person"
+
 
 def win_rate(user) -> float | None:
     """Share of rated matches won (voided ones do not count); None before the first."""
@@ -17,11 +19,15 @@ class LeaderboardEntrySerializer(serializers.Serializer):
     username = serializers.CharField(source="user.username")
     rating = serializers.IntegerField(source="user.rating")
     provisional = serializers.BooleanField(source="user.provisional")
+    computer = serializers.SerializerMethodField(help_text=COMPUTER_HELP)
     rated_games = serializers.IntegerField(source="user.rated_games")
     win_rate = serializers.SerializerMethodField()
 
     def get_win_rate(self, entry) -> float | None:
         return win_rate(entry["user"])
+
+    def get_computer(self, entry) -> str | None:
+        return entry["user"].computer_level or None
 
 
 class RatingChangeSerializer(serializers.Serializer):
@@ -41,6 +47,7 @@ class PlayerSerializer(serializers.Serializer):
     date_joined = serializers.DateTimeField()
     rating = serializers.IntegerField()
     provisional = serializers.BooleanField()
+    computer = serializers.SerializerMethodField(help_text=COMPUTER_HELP)
     rated_games = serializers.IntegerField()
     rated_wins = serializers.IntegerField()
     rated_losses = serializers.IntegerField()
@@ -52,6 +59,9 @@ class PlayerSerializer(serializers.Serializer):
 
     def get_win_rate(self, user) -> float | None:
         return win_rate(user)
+
+    def get_computer(self, user) -> str | None:
+        return user.computer_level or None
 
     def get_matches_url(self, user) -> str:
         return f"/api/players/{user.username}/matches/"

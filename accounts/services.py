@@ -11,19 +11,24 @@ from django.contrib.auth.password_validation import validate_password
 from django.db import transaction
 from django.utils import timezone
 
-from accounts import elo
+from accounts import elo, signals
 from accounts.models import RatingChange, User
+from engine import Rejection
+
+COMPUTER_LEVELS = ("random", "greedy", "expert")
+COMPUTER_PREFIX = "computer-"
 
 
-class AccountError(Exception):
-    def __init__(self, code: str, message: str):
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+class AccountError(Rejection):
+    """An account request refused."""
 
 
 def user_register(*, username: str, password: str, email: str = "") -> User:
     """A new user; the password must pass the configured validators (ValidationError if not)."""
+    if username.lower().startswith(COMPUTER_PREFIX):
+        raise AccountError(
+            "username_reserved", "names starting with 'computer-' are the computer's"
+        )
     if User.objects.filter(username__iexact=username).exists():
         raise AccountError("username_taken", "a user with that username already exists")
     user = User(username=username, email=User.objects.normalize_email(email or ""))
@@ -39,6 +44,21 @@ def users_locked(*user_ids) -> dict[int, User]:
     return {
         user.pk: user for user in User.objects.select_for_update().filter(pk__in=ids).order_by("pk")
     }
+
+
+def computer_player(*, level: str) -> User:
+    """The computer account of ``level``: it cannot sign in, it is on the ladder with a rating
+    of its own, and it may play any number of matches at once."""
+    if level not in COMPUTER_LEVELS:
+        raise AccountError("no_such_level", f"the computer plays at {', '.join(COMPUTER_LEVELS)}")
+    user, created = User.objects.get_or_create(
+        username=f"{COMPUTER_PREFIX}{level}",
+        defaults={"computer_level": level, "on_ladder": True, "ladder_joined_at": timezone.now()},
+    )
+    if created:
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+    return user
 
 
 def ladder_join(*, user: User) -> User:
@@ -60,9 +80,7 @@ def ladder_leave(*, user: User) -> User:
             locked.on_ladder = False
             locked.ladder_joined_at = None
             locked.save(update_fields=["on_ladder", "ladder_joined_at"])
-            from lobby.services import ladder_left
-
-            ladder_left(user=locked)
+            signals.ladder_left.send(sender=User, user=locked)
     user.on_ladder, user.ladder_joined_at = locked.on_ladder, locked.ladder_joined_at
     return locked
 

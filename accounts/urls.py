@@ -1,4 +1,5 @@
-"""Account URLs: /accounts/..., /players/<username>/, /leaderboard/."""
+"""Account URLs: /accounts/... and /leaderboard/ (a player's page, /players/<username>/, shows
+matches too and so is served by matches)."""
 
 from django.urls import path
 
@@ -13,6 +14,5 @@ account_patterns = [
 ]
 
 site_patterns = [
-    path("players/<str:username>/", views.profile, name="profile"),
     path("leaderboard/", views.leaderboard, name="leaderboard"),
 ]

@@ -11,7 +11,7 @@ from django.urls import reverse, reverse_lazy
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from accounts import charts, elo, selectors, services
+from accounts import selectors, services
 from accounts.forms import RegisterForm, ThrottledLoginForm
 
 
@@ -51,20 +51,6 @@ class PasswordChangeView(auth_views.PasswordChangeView):
 
 
 logout_view = auth_views.LogoutView.as_view(next_page=reverse_lazy("home"))
-
-
-def profile(request, username: str):
-    player = selectors.player_profile(username)
-    history = selectors.rating_history(player)
-    ratings = [history[0].before, *(change.after for change in history)] if history else []
-    return render(request, "accounts/profile.html", {
-        "player": player,
-        "chart": charts.rating_chart(ratings),
-        "history": history,
-        "recent": selectors.recent_matches(player),
-        "is_me": request.user.is_authenticated and request.user.pk == player.pk,
-        "provisional_games": elo.PROVISIONAL_GAMES,
-    })  # fmt: skip
 
 
 def leaderboard(request):

@@ -1,6 +1,7 @@
 """``make bench``: run the benchmarks and write their JSON results under benchmarks/results/.
 
-Usage: ``python -m benchmarks.run [engine|api ...]`` (all of them when none is named).
+Usage: ``python -m benchmarks.run [engine|api|tournament|expert_timing ...]`` (all of them when
+none is named).
 """
 
 from __future__ import annotations
@@ -26,10 +27,31 @@ def _api() -> dict:
     return run()
 
 
-BENCHMARKS = {"engine": _engine, "api": _api}
+def _tournament() -> dict:
+    from benchmarks.tournament_bench import run
+
+    return run()
+
+
+def _expert_timing() -> dict:
+    from benchmarks.tournament_bench import run_timing
+
+    return run_timing()
+
+
+BENCHMARKS = {
+    "engine": _engine,
+    "api": _api,
+    "tournament": _tournament,
+    "expert_timing": _expert_timing,
+}
 
 
 def main(names: list[str]) -> int:
+    unknown = [name for name in names if name not in BENCHMARKS]
+    if unknown:
+        print(f"no benchmark {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
+        return 2
     RESULTS.mkdir(exist_ok=True)
     for name in names or list(BENCHMARKS):
         result = BENCHMARKS[name]()

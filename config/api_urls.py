@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from accounts.apis import LeaderboardApi, PlayerDetailApi
 from matches.apis import (
     LiveMatchListApi,
+    MatchAnalysisApi,
     MatchDetailApi,
     MatchListApi,
     PlayerMatchExportApi,
@@ -26,6 +27,11 @@ urlpatterns = [
     path("matches/", MatchListApi.as_view(), name="api-matches"),
     path("matches/live/", LiveMatchListApi.as_view(), name="api-matches-live"),
     path("matches/<uuid:match_id>/", MatchDetailApi.as_view(), name="api-match"),
+    path(
+        "matches/<uuid:match_id>/analysis/",
+        MatchAnalysisApi.as_view(),
+        name="api-match-analysis",
+    ),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]

@@ -12,7 +12,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from config.routing import websocket_urlpatterns  # noqa: E402
-from config.sockets import SameOriginValidator  # noqa: E402
+from realtime.sockets import SameOriginValidator  # noqa: E402
 
 application = ProtocolTypeRouter(
     {

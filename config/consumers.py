@@ -1,6 +1,6 @@
 """A diagnostic WebSocket: each text frame goes out through the channel layer and back."""
 
-from config.sockets import GuardedJsonConsumer
+from realtime.sockets import GuardedJsonConsumer
 
 
 class EchoConsumer(GuardedJsonConsumer):

@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "accounts",
     "lobby",
     "matches",
+    "clients",
 ]
 
 MIDDLEWARE = [
@@ -273,6 +274,22 @@ CELERY_BEAT_SCHEDULE["lobby-quick-pair"] = {
     "schedule": 1.0,
     "options": {"expires": 1.0},
 }
+
+# --- The computer player (matches/computer.py) ---------------------------------------------
+# Its thinking budget per decision, per level (the expert's search; the others do not search).
+COMPUTER_BUDGET_MS = {"expert": env_int("COMPUTER_EXPERT_BUDGET_MS", 1_000)}
+# A short pause before each of its moves, so that a person sees what happens.
+COMPUTER_PAUSE_MS = env_int("COMPUTER_PAUSE_MS", 600)
+# A computer turn no worker took within this long is queued again (a lost task, a dead worker).
+COMPUTER_OVERDUE_MS = env_int("COMPUTER_OVERDUE_MS", 10_000)
+CELERY_BEAT_SCHEDULE["computer-overdue"] = {
+    "task": "matches.tasks.computer_overdue",
+    "schedule": 5.0,
+    "options": {"expires": 5.0},
+}
+
+# The expert's budget per decision when it analyses a finished match (matches/analysis.py).
+ANALYSIS_BUDGET_MS = env_int("ANALYSIS_BUDGET_MS", 50)
 
 # --- Accounts: sign-in protection (django-axes; accounts/lockout.py) ------------------------
 # Failed sign-ins (every authenticate(): the site's and the admin's) are counted in the database

@@ -7,7 +7,9 @@ from django.templatetags.static import static
 from django.views.decorators.cache import never_cache
 from django.views.generic import TemplateView
 
+from accounts.selectors import leaderboard
 from config.health import run_checks
+from matches.selectors import live_matches
 
 
 def favicon(request):
@@ -21,17 +23,10 @@ class HomeView(TemplateView):
 
     def get_context_data(self, **kwargs):
         """A leaderboard excerpt and the matches being played now (to watch)."""
-        from accounts.selectors import leaderboard
-        from matches.models import Match
-
         return {
             **super().get_context_data(**kwargs),
             "top_players": list(leaderboard()[: self.HOME_LIST_SIZE]),
-            "live_matches": list(
-                Match.objects.filter(status=Match.Status.LIVE)
-                .select_related("player0", "player1")
-                .order_by("-created_at")[: self.HOME_LIST_SIZE]
-            ),
+            "live_matches": live_matches(limit=self.HOME_LIST_SIZE),
         }
 
 

@@ -1,25 +1,53 @@
 """The rules of Spectacular Bid: pure Python, no Django, no I/O, no clock reads.
 
-``apply(state, seat, command, now_ms) -> (state, events)`` is the only way a match changes;
-``view(state, seat)`` is what a seat (or, with None, a spectator) may know.
+``apply(state, seat, command, now_ms) -> Applied | Flagged`` (each unpacks as ``state, events``)
+is the only way a match changes; ``view(state, seat)`` is what a seat (or, with None, a
+spectator) may know, including everything a client needs to draw its controls. A round dealt
+from the players' contributions starts as ``begin_dealing(new_match(sealed_deal(seed)))`` (or
+``next_round``) and waits for them (docs/fairness.md).
 """
 
+from .analysis import analyse
 from .bots import BOTS, GreedyBot, RandomBot
 from .clock import ClockConfig
-from .errors import IllegalCommand
+from .errors import IllegalCommand, Rejection
+from .expert import ExpertBot
+from .fairness import begin_dealing
 from .legal import legal_commands, legal_decisions, legal_plays
 from .record import add_events, add_round, iso_timestamp, new_record, status_of
 from .replay import Problem, ReplayError, audit, replay
-from .rules import apply, first_to_act, new_match
-from .shuffle import Deal, commitment_of, deal_from_seed, new_seed
+from .rules import (
+    Applied,
+    Flagged,
+    apply,
+    device_holder,
+    first_to_act,
+    new_match,
+    next_round,
+    starter,
+)
+from .scoring import points_for, round_to_5
+from .shuffle import (
+    Deal,
+    commitment_of,
+    deal_from_seed,
+    deal_with_contributions,
+    new_seed,
+    sealed_deal,
+)
 from .state import MatchState
-from .view import next_round_keeping_final_table as next_round
 from .view import view
 
 __all__ = [
+    "Applied",
+    "Flagged",
+    "Rejection",
+    "device_holder",
+    "starter",
     "BOTS",
     "ClockConfig",
     "Deal",
+    "ExpertBot",
     "GreedyBot",
     "IllegalCommand",
     "MatchState",
@@ -28,10 +56,13 @@ __all__ = [
     "ReplayError",
     "add_events",
     "add_round",
+    "analyse",
     "apply",
     "audit",
+    "begin_dealing",
     "commitment_of",
     "deal_from_seed",
+    "deal_with_contributions",
     "first_to_act",
     "iso_timestamp",
     "legal_commands",
@@ -40,8 +71,11 @@ __all__ = [
     "new_match",
     "new_record",
     "new_seed",
+    "points_for",
+    "round_to_5",
     "next_round",
     "replay",
+    "sealed_deal",
     "status_of",
     "view",
 ]

@@ -1,15 +1,26 @@
-"""Rejections: every illegal command gets a stable code and a human reason."""
+"""Rejections: the one error shape of the whole service.
+
+Every refusal, whether the rules' (``IllegalCommand``), a service's or a socket's, is a
+``Rejection``: a stable ``code`` for programs, a human ``message``, and ``details`` (for
+example the last cseq applied). On the wire it is always
+``{"type": "error", "code": ..., "message": ..., **details}`` (docs/protocol.md).
+"""
 
 from __future__ import annotations
 
 
-class IllegalCommand(Exception):
-    """Raised by ``apply`` for a command the rules do not allow; the state is unchanged."""
+class Rejection(Exception):
+    """Something the service will not do; nothing changed."""
 
-    def __init__(self, code: str, reason: str):
-        super().__init__(f"{code}: {reason}")
+    def __init__(self, code: str, message: str, **details):
+        super().__init__(f"{code}: {message}")
         self.code = code
-        self.reason = reason
+        self.message = message
+        self.details = details
 
     def as_dict(self) -> dict:
-        return {"code": self.code, "reason": self.reason}
+        return {**self.details, "code": self.code, "message": self.message}
+
+
+class IllegalCommand(Rejection):
+    """Raised by ``apply`` for a command the rules do not allow; the state is unchanged."""

@@ -82,36 +82,50 @@ class Layout:
 
     def counted(self) -> list[Counted]:
         """The counted ends and their contributions, in layout order."""
-        spinner_seen = False
-        out = []
-        for tile, side, value in self.open_places:
-            if side == HIGH or side == LOW:
-                out.append(Counted(tile, side, value))
-            elif side in CHAIN_SIDES:
-                if tile != self.spinner:
-                    out.append(Counted(tile, side, 2 * value))
-                elif not spinner_seen:
-                    # The spinner counts both halves once while any chain side is free.
-                    spinner_seen = True
-                    out.append(Counted(tile, None, 2 * value))
-            # An open arm counts nothing until a tile is played on it.
-        return out
+        return [Counted(tile, side, value) for tile, side, value in self._counted_ends()]
 
     def end_total(self) -> int:
-        """The sum of the counted ends (the same rules as ``counted``, without the objects)."""
-        total = 0
+        """The sum of the counted ends."""
+        return sum(value for _tile, _side, value in self._counted_ends())
+
+    def _counted_ends(self):
         spinner = self.spinner
         spinner_seen = False
         for tile, side, value in self.open_places:
             if side == HIGH or side == LOW:
-                total += value
+                yield tile, side, value
             elif side == CHAIN_A or side == CHAIN_B:
                 if tile != spinner:
-                    total += 2 * value
+                    yield tile, side, 2 * value
                 elif not spinner_seen:
+                    # The spinner counts both halves once while any chain side is free.
                     spinner_seen = True
-                    total += 2 * value
-        return total
+                    yield tile, None, 2 * value
+            # An open arm counts nothing until a tile is played on it.
+
+    def to_view(self) -> dict:
+        """The layout as JSON: what every client draws and what the bots choose from."""
+        return {
+            "tiles": [
+                {
+                    "tile": list(p.tile),
+                    "place": None
+                    if p.place is None
+                    else {"tile": list(p.place[0]), "side": p.place[1]},
+                    "joined": p.joined,
+                }
+                for p in self.placements
+            ],
+            "spinner": None if self.spinner is None else list(self.spinner),
+            "places": [
+                {"tile": list(tile), "side": side, "value": value}
+                for tile, side, value in self.open_places
+            ],
+            "counted": [
+                {"tile": list(c.tile), "side": c.side, "value": c.value} for c in self.counted()
+            ],
+            "end_total": self.end_total(),
+        }
 
     def open_with(self, tile: Tile) -> Layout:
         """The layout after the opening tile."""

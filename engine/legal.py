@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from .auction import OFFER_STEP, max_offer, min_offer
 from .layout import Place
-from .rules import OFFER_STEP, max_offer, min_offer
 from .state import AUCTION, FINISHED, HANDOVER, PLAY, READY, MatchState
 from .tiles import Tile
 
@@ -47,7 +47,9 @@ def legal_decisions(state: MatchState, seat: int) -> list[dict]:
 
 
 def legal_commands(state: MatchState, seat: int) -> list[dict]:
-    """Everything the seat may send now, Start and Resign included."""
+    """Everything the seat may send now, Start and Resign included. A contribution to the deal
+    is not listed: its value is the sender's own (``view``'s ``legal.contribute`` says when one
+    is due)."""
     if state.phase == FINISHED:
         return []
     standing = [{"type": "start"}] if state.phase in (READY, HANDOVER) else []

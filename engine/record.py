@@ -1,13 +1,17 @@
 """The match record of ARCHIVE.md, kept in step with a match as it is played.
 
 The record holds the deals and the accepted events; everything else follows by replaying them.
-A round's seed is revealed only once that round is over.
+A round's seed is revealed only once that round is over. A round dealt from the players'
+contributions has a ``contributions`` entry: None while it waits for them, then both, written
+with the tiles when the round is dealt.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from .fairness import contributions_json
+from .shuffle import Deal
 from .state import VOID, MatchState
 
 
@@ -21,17 +25,31 @@ def tiles_json(tiles) -> list[list[int]]:
 
 
 def round_header(state: MatchState) -> dict:
-    deal = state.deal
     return {
         "number": state.round_no,
         "opening": state.opening,
-        "commitment": deal.commitment,
+        "commitment": state.deal.commitment,
         "seed": None,
         "jockey": state.jockey,
-        "hands": [tiles_json(deal.hands[0]), tiles_json(deal.hands[1])],
-        "boneyard": tiles_json(deal.boneyard),
+        **deal_fields(state.deal),
         "events": [],
     }
+
+
+def deal_fields(deal: Deal) -> dict:
+    """The round's tiles (None until it is dealt) and, if it has them, its contributions."""
+    if deal.is_sealed:
+        fields = {"hands": None, "boneyard": None}
+    else:
+        fields = {
+            "hands": [tiles_json(deal.hands[0]), tiles_json(deal.hands[1])],
+            "boneyard": tiles_json(deal.boneyard),
+        }
+    if deal.contributions is not None:
+        fields["contributions"] = (
+            None if deal.is_sealed else contributions_json(deal, reveal_values=True)
+        )
+    return fields
 
 
 def new_record(state: MatchState, *, match_id, mode, rated, created_at, players) -> dict:
@@ -62,6 +80,8 @@ def add_events(record: dict, state: MatchState, events: list[dict]) -> None:
     """Append the events that produced ``state``; reveal the seed and the result when due."""
     current = record["rounds"][-1]
     current["events"].extend(events)
+    if current["hands"] is None and not state.deal.is_sealed:
+        current.update(deal_fields(state.deal))
     if state.round_over:
         current["seed"] = state.deal.seed
     record["balances"] = list(state.balances)

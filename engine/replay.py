@@ -1,5 +1,10 @@
 """Replaying a match record through the rules: the same state as playing it, or the list of
-every rule the record breaks."""
+every rule the record breaks.
+
+Each problem says what it is about: the rules (the events replayed on the recorded tiles), the
+fairness proof (the seed against its commitment, the tiles against the seed and the players'
+contributions), or what could not be checked at all (a round whose tiles are withheld).
+"""
 
 from __future__ import annotations
 
@@ -7,14 +12,37 @@ from dataclasses import dataclass
 
 from .clock import ClockConfig
 from .errors import IllegalCommand
+from .fairness import begin_dealing, contributions_json
 from .record import status_of
-from .rules import apply, new_match
-from .shuffle import Deal, commitment_of, deal_from_seed
+from .rules import Flagged, apply, new_match, next_round
+from .shuffle import (
+    Deal,
+    commitment_of,
+    deal_from_seed,
+    deal_with_contributions,
+    server_contribution,
+)
 from .state import SETTLED, MatchState
 from .tiles import FULL_SET, HAND_SIZE, parse_tile
-from .view import next_round_keeping_final_table as next_round  # issue 13 shim
 
 AUTOMATIC = ("pass", "settle")
+
+# What a problem is about.
+RULES, FAIRNESS, UNCHECKED = "rules", "fairness", "unchecked"
+
+# The fields ARCHIVE.md requires of each event type beyond those of every event; any other
+# field the engine would write is checked only when the record has it.
+EVERY_EVENT = ("seq", "type", "seat", "at_ms")
+REQUIRED_FIELDS = {
+    "offer": ("amount",),
+    "accept": ("paid", "balances"),
+    "waive": ("balances",),
+    "play": ("tile", "place", "ends", "points", "balances", "banks_ms"),
+    "draw": ("tile",),
+    "settle": ("end", "pips", "points", "balances"),
+    "void": ("why",),
+    "contribute": ("value", "from_player"),
+}
 
 
 @dataclass(frozen=True)
@@ -23,6 +51,7 @@ class Problem:
     seq: int | None
     seat: int | None
     message: str
+    about: str = RULES
 
     def __str__(self) -> str:
         where = []
@@ -75,6 +104,10 @@ def command_of(event: dict) -> tuple[int | None, dict]:
         return event["seat"], {"type": "play", "tile": event["tile"], "place": event["place"]}
     if kind == "offer":
         return event["seat"], {"type": "offer", "amount": event["amount"]}
+    if kind == "contribute":
+        if not event["from_player"]:  # the server's stand-in
+            return None, {"type": "contribute", "drawn": True}
+        return event["seat"], {"type": "contribute", "value": event["value"]}
     if kind in ("timeout", "abandon"):
         return None, {"type": kind}
     if kind == "void":
@@ -94,9 +127,9 @@ class _Auditor:
         self.problems: list[Problem] = []
         self.round_no: int | None = None
 
-    def problem(self, message: str, event: dict | None = None, seat=None) -> None:
+    def problem(self, message: str, event: dict | None = None, seat=None, about=RULES) -> None:
         seq = event.get("seq") if isinstance(event, dict) else None
-        self.problems.append(Problem(self.round_no, seq, seat, message))
+        self.problems.append(Problem(self.round_no, seq, seat, message, about))
 
     def run(self) -> None:
         record = self.record
@@ -111,11 +144,15 @@ class _Auditor:
                 raise _Stop
             else:
                 self.state = next_round(self.state, deal)
+            if "contributions" in round_record:
+                self.state = begin_dealing(self.state)
             self._header(round_record)
+            self._fairness(round_record, deal)
             self.on_step(self.round_no, None, self.state)
             self._events(round_record["events"])
+            self._contributions_as_sent(round_record)
             if self.state.round_over and round_record.get("seed") is None:
-                self.problem("the round is over but its seed was not revealed")
+                self.problem("the round is over but its seed was not revealed", about=FAIRNESS)
         self.round_no = None
         if self.state is None:
             self.problem("the record has no rounds")
@@ -123,8 +160,17 @@ class _Auditor:
         self._result()
 
     def _deal(self, round_record: dict) -> Deal:
+        """The recorded tiles, taken on trust for the rules (``_fairness`` checks them)."""
+        seed = round_record.get("seed")
+        commitment = round_record.get("commitment")
         if round_record.get("hands") is None:
-            self.problem("the round's hands are withheld, so the record cannot be checked further")
+            if "contributions" in round_record and round_record["contributions"] is None:
+                # Not dealt yet (or never: the match ended while the round waited).
+                return Deal(((), ()), (), commitment, seed)
+            self.problem(
+                "the round's hands are withheld, so the record cannot be checked further",
+                about=UNCHECKED,
+            )
             raise _Stop
         hands = tuple(tuple(sorted(parse_tile(t) for t in hand)) for hand in round_record["hands"])
         boneyard = tuple(parse_tile(t) for t in round_record["boneyard"])
@@ -134,15 +180,50 @@ class _Auditor:
         if sorted(hands[0] + hands[1] + boneyard) != list(FULL_SET):
             self.problem("the hands and the boneyard are not the double-six set")
             raise _Stop
-        seed = round_record.get("seed")
-        commitment = round_record.get("commitment")
-        if seed is not None:
-            dealt = deal_from_seed(seed)
-            if commitment_of(seed) != commitment:
-                self.problem(f"the seed does not match the commitment {commitment}")
-            if (dealt.hands, dealt.boneyard) != (hands, boneyard):
-                self.problem("the deal does not follow from the seed")
         return Deal(hands, boneyard, commitment, seed)
+
+    def _fairness(self, round_record: dict, deal: Deal) -> None:
+        """The proof: the revealed seed matches its commitment, and the tiles follow from it
+        (and from the players' contributions, in a round that has them)."""
+        seed, commitment = deal.seed, deal.commitment
+        if seed is None:
+            return
+        if commitment_of(seed) != commitment:
+            self.problem(f"the seed does not match the commitment {commitment}", about=FAIRNESS)
+        if deal.is_sealed:
+            return
+        if "contributions" not in round_record:
+            dealt, source = deal_from_seed(seed), "the seed"
+        else:
+            contributions = round_record["contributions"]
+            self._stand_ins(contributions, commitment)
+            values = [contribution["value"] for contribution in contributions]
+            dealt = deal_with_contributions(seed, *values, self.round_no)
+            source = "the seed and the contributions"
+        if (dealt.hands, dealt.boneyard) != (deal.hands, deal.boneyard):
+            self.problem(f"the deal does not follow from {source}", about=FAIRNESS)
+
+    def _stand_ins(self, contributions: list[dict], commitment: str) -> None:
+        for contribution in contributions:
+            seat = contribution["seat"]
+            if not contribution["from_player"] and contribution["value"] != server_contribution(
+                commitment, seat
+            ):
+                self.problem(
+                    "the server's stand-in contribution is not the one its commitment fixes",
+                    seat=seat,
+                    about=FAIRNESS,
+                )
+
+    def _contributions_as_sent(self, round_record: dict) -> None:
+        """The round's contributions are those its ``contribute`` events carried."""
+        recorded = round_record.get("contributions")
+        sent = contributions_json(self.state.deal, reveal_values=True)
+        if recorded is not None and recorded != sent:
+            self.problem(
+                f"contributions: the contribute events sent {sent!r}, recorded {recorded!r}",
+                about=FAIRNESS,
+            )
 
     def _header(self, round_record: dict) -> None:
         for key, expected in (("opening", self.state.opening), ("jockey", self.state.jockey)):
@@ -168,14 +249,22 @@ class _Auditor:
                 raise _Stop
             seat, command = command_of(event)
             try:
-                self.state, produced = apply(self.state, seat, command, event["at_ms"])
+                result = apply(self.state, seat, command, event["at_ms"])
             except IllegalCommand as exc:
                 self.problem(
-                    f"{event['type']} is illegal here: {exc.reason} ({exc.code})",
+                    f"{event['type']} is illegal here: {exc.message} ({exc.code})",
                     event,
                     event.get("seat"),
                 )
                 raise _Stop from None
+            if isinstance(result, Flagged):
+                self.problem(
+                    f"{event['type']} came after its player's deadline ({self.state.deadline_ms})",
+                    event,
+                    event.get("seat"),
+                )
+                raise _Stop
+            self.state, produced = result
             self._compare(produced[0], event)
             pending = produced[1:]
             self.on_step(self.round_no, event, self.state)
@@ -188,7 +277,10 @@ class _Auditor:
             raise _Stop
 
     def _compare(self, expected: dict, recorded: dict) -> None:
+        required = EVERY_EVENT + REQUIRED_FIELDS.get(expected["type"], ())
         for key, value in expected.items():
+            if key not in recorded and key not in required:
+                continue
             found = recorded.get(key, "(absent)")
             if found != value:
                 self.problem(

@@ -1,8 +1,9 @@
 """Complete computer-vs-computer matches, recorded as ARCHIVE.md records.
 
-Everything is a deterministic function of the simulation seed: the deals (each round's shuffle
-seed is SHA-256 of ``"<seed>:<match>:<round>"``), the bots' choices and their simulated thinking
-times. Each bot gets a temperament per match, so some matches are lost on time.
+Everything is a deterministic function of the simulation seed: the deals (each round's server
+seed is SHA-256 of ``"<seed>:<match>:<round>"``, mixed with the bots' contributions), the bots'
+choices and their simulated thinking times. Each bot gets a temperament per match, so some
+matches are lost on time; now and then a bot sends no contribution and the server stands in.
 """
 
 from __future__ import annotations
@@ -10,17 +11,17 @@ from __future__ import annotations
 import hashlib
 import random
 
-from .bots import BOTS
+from .bots import BOTS, contribution
 from .clock import ClockConfig
-from .errors import IllegalCommand
+from .fairness import begin_dealing, may_contribute
 from .record import add_events, add_round, iso_timestamp, new_record
-from .rules import apply, new_match
-from .shuffle import deal_from_seed
-from .state import FINISHED, READY, SETTLED
-from .view import next_round_keeping_final_table as next_round  # issue 13 shim
+from .rules import apply, new_match, next_round
+from .shuffle import sealed_deal
+from .state import DEALING, FINISHED, READY, SETTLED
 
 EPOCH_MS = 1_764_496_800_000  # 2025-11-30T10:00:00Z: simulated matches start an hour apart
 SLOW_THINK_CHANCES = (0.005, 0.02, 0.08)
+SILENT_CHANCE = 0.05  # a bot sends no contribution this round: the server stands in
 
 
 def round_seed(seed: int | str, match: int, round_no: int) -> str:
@@ -43,12 +44,23 @@ class Thinker:
         return rng.randint(500, 9_000)
 
 
+def contributing(state, rng: random.Random) -> tuple[int | None, dict]:
+    """The next contribution to the round being dealt, or the server's stand-in for a silent
+    bot."""
+    if rng.random() < SILENT_CHANCE:
+        return None, {"type": "contribute", "drawn": True}
+    seat = 0 if may_contribute(state, 0) else 1
+    return seat, contribution(rng)
+
+
 def simulate_match(index: int, seed: int | str, bot_names=("random", "random"), clock=None) -> dict:
     rng = random.Random(f"{seed}:{index}:bots")
     bots = [BOTS[name]() for name in bot_names]
     thinkers = [Thinker(rng), Thinker(rng)]
     now = EPOCH_MS + index * 3_600_000
-    state = new_match(deal_from_seed(round_seed(seed, index, 1)), clock=clock or ClockConfig())
+    state = begin_dealing(
+        new_match(sealed_deal(round_seed(seed, index, 1)), clock=clock or ClockConfig())
+    )
     record = new_record(
         state,
         match_id=f"sim-{seed}-{index}",
@@ -61,24 +73,22 @@ def simulate_match(index: int, seed: int | str, bot_names=("random", "random"), 
     )
     while state.phase != FINISHED:
         if state.phase == SETTLED:
-            state = next_round(state, deal_from_seed(round_seed(seed, index, state.round_no + 1)))
+            next_seed = round_seed(seed, index, state.round_no + 1)
+            state = begin_dealing(next_round(state, sealed_deal(next_seed)))
             add_round(record, state)
             continue
-        if state.phase == READY:
+        if state.phase == DEALING:
+            now += rng.randint(50, 500)
+            seat, command = contributing(state, rng)
+        elif state.phase == READY:
             now += rng.randint(1_000, 6_000)
             seat, command = None, {"type": "start"}
         else:
             seat = state.decider
             command = bots[seat].choose(state, seat, rng)
             now += thinkers[seat].decision_ms(command)
-        try:
-            state, events = apply(state, seat, command, now)
-        except IllegalCommand as exc:
-            if exc.code != "time_over":
-                raise
-            # The command came too late; the server's timeout fires shortly after the deadline.
-            now = state.deadline_ms + rng.randint(1, 40)
-            state, events = apply(state, None, {"type": "timeout"}, now)
+        # A command that came too late is Flagged: the timeout at the deadline.
+        state, events = apply(state, seat, command, now)
         add_events(record, state, events)
     return record
 

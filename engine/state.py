@@ -12,6 +12,7 @@ from .tiles import Tile
 START_BALANCE = 150
 
 # Phases of a match.
+DEALING = "dealing"  # committed; waits for both players' contributions (engine/fairness.py)
 READY = "ready"  # dealt; clocks stand until Start / Continue
 AUCTION = "auction"  # the auction for the opening (after a domino)
 PLAY = "play"  # tiles are being played

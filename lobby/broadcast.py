@@ -14,6 +14,8 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from accounts.models import User
+from lobby.selectors import lobby_state, match_url, personal_state
+from realtime.redis_clients import sync_redis
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +42,6 @@ return seq
 
 
 def next_seq(*, now_us: int | None = None) -> int:
-    from config.redis_clients import sync_redis
-
     floor = now_us if now_us is not None else time.time_ns() // 1_000
     return int(sync_redis().eval(_NEXT_SEQ, 1, SEQ_KEY, floor))
 
@@ -53,8 +53,6 @@ def _send(group: str, payload: dict) -> None:
 
 
 def lobby_changed(user_ids: list[int]) -> None:
-    from lobby.selectors import lobby_state, personal_state
-
     try:
         # The number first, then the state: a snapshot read later always carries a later number.
         seq = next_seq()
@@ -67,8 +65,6 @@ def lobby_changed(user_ids: list[int]) -> None:
 
 
 def match_started(match_id, user_ids: list[int]) -> None:
-    from lobby.selectors import match_url
-
     try:
         for user_id in user_ids:
             _send(user_group(user_id), {

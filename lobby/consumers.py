@@ -15,9 +15,10 @@ from __future__ import annotations
 from channels.db import database_sync_to_async
 from redis.exceptions import RedisError
 
-from config.presence import wall_ms
-from config.sockets import GuardedJsonConsumer
 from lobby import broadcast, presence, selectors, services
+from matches.timekeeping import now_ms
+from realtime.presence import wall_ms
+from realtime.sockets import GuardedJsonConsumer
 
 CLOSE_NOT_SIGNED_IN = 4401
 
@@ -68,9 +69,14 @@ def _call(kind: str, user, content: dict):
     if kind in ("challenge_accept", "challenge_decline", "challenge_cancel"):
         return getattr(services, kind)(user=user, challenge_id=_id(content, "challenge_id"))
     if kind == "quick_join":
-        return services.quick_join(user=user, now_ms=services._now_ms())
+        return services.quick_join(user=user, now_ms=now_ms())
     if kind == "quick_leave":
         return services.quick_leave(user=user)
+    if kind == "computer_start":
+        level = content.get("level")
+        if not isinstance(level, str):
+            raise services.LobbyError("bad_message", "level is a string")
+        return services.computer_start(user=user, level=level, rated=_flag(content, "rated"))
     if kind == "hotseat_start":
         return services.hotseat_start(user=user)
     raise services.LobbyError("unknown_request", "unknown request")
@@ -124,8 +130,8 @@ class LobbyConsumer(GuardedJsonConsumer):
         else:
             try:
                 await database_sync_to_async(_call)(kind, self.user, content)
-            except services.LobbyError as error:
-                await self.send_error(content, error.code, error.message)
+            except services.LobbyError as rejection:
+                await self.send_rejection(content, rejection)
             else:
                 await self.send_json({"type": "ok", "request": kind})
 
@@ -137,7 +143,6 @@ class LobbyConsumer(GuardedJsonConsumer):
         await self.send_json(public)
         await self.send_json(personal)
 
-    def error_message(self, content: dict, code: str, text: str) -> dict:
+    def error_context(self, content: dict) -> dict:
         kind = content.get("type") if isinstance(content, dict) else None
-        request = kind if isinstance(kind, str) and len(kind) <= 40 else None
-        return {"type": "error", "code": code, "message": text, "request": request}
+        return {"request": kind if isinstance(kind, str) and len(kind) <= 40 else None}

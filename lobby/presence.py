@@ -1,9 +1,9 @@
 """Which lobby sockets each user has open: when a user's last lobby socket closes, their seek and
-queue place go (services.lobby_leave). lobby.js pings every 25 s; see config/presence.py."""
+queue place go (services.lobby_leave). lobby.js pings every 25 s; see realtime/presence.py."""
 
 from __future__ import annotations
 
-from config.presence import SocketPresence
+from realtime.presence import SocketPresence
 
 SOCKETS = SocketPresence("sbo:lobby:sockets:{}")
 seen = SOCKETS.seen

@@ -20,6 +20,7 @@ def _player(user) -> dict:
         "username": user.username,
         "rating": user.rating,
         "provisional": elo.is_provisional(user.rated_games),
+        "computer": user.computer_level or None,
     }
 
 

@@ -18,27 +18,19 @@ from functools import partial
 from django.db import transaction
 
 from accounts.models import User
-from accounts.services import users_locked
+from accounts.services import AccountError, computer_player, users_locked
+from engine import Rejection
 from lobby import broadcast
 from lobby.models import Challenge, QuickEntry, Seek
 from lobby.pairing import pick_pairs
 from matches.models import Match
 from matches.selectors import live_match_for
+from matches.services import match_create
+from matches.timekeeping import now_ms
 
 
-class LobbyError(Exception):
+class LobbyError(Rejection):
     """A lobby request refused; ``code`` is stable, ``message`` is for people."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-
-
-def _now_ms() -> int:
-    from matches.timekeeping import now_ms
-
-    return now_ms()
 
 
 # --- checks --------------------------------------------------------------------------------
@@ -72,14 +64,12 @@ def _check_range(rating_min, rating_max) -> None:
 def _start(a: User, b: User, *, rated: bool) -> Match:
     """Create the match (random seats) and clear both players out of the lobby; both are told
     after commit. Precondition: both users locked, both checked free."""
-    from matches.services import match_create
-
     if rated:
         _check_ladder(a, who=a.username)
         _check_ladder(b, who=b.username)
     players = (a, b) if secrets.randbelow(2) == 0 else (b, a)
     match = match_create(player0=players[0], player1=players[1], mode=Match.Mode.ONLINE,
-                         rated=rated, now_ms=_now_ms())  # fmt: skip
+                         rated=rated, now_ms=now_ms())  # fmt: skip
     _clear(a, b)
     transaction.on_commit(partial(broadcast.match_started, match.pk, [a.pk, b.pk]))
     return match
@@ -289,15 +279,30 @@ def _quick_start(a_id: int, b_id: int) -> Match | None:
 # --- pass-and-play, leaving ----------------------------------------------------------------
 
 
+def computer_start(*, user: User, level: str, rated: bool) -> Match:
+    """A match against the computer at ``level`` (it plays server-side, through the same match
+    service as people); rated only for a player on the ladder."""
+    try:
+        computer = computer_player(level=level)
+    except AccountError as exc:
+        raise LobbyError(exc.code, exc.message) from None
+    with transaction.atomic():
+        me = users_locked(user.pk)[user.pk]
+        _check_free(me)
+        if me.is_computer:
+            raise LobbyError("not_a_person", "the computer does not play itself")
+        if rated:
+            _check_ladder(me)
+        return _start(me, computer, rated=rated)
+
+
 def hotseat_start(*, user: User) -> Match:
     """A pass-and-play match on one device: the user holds both seats; unrated."""
-    from matches.services import match_create
-
     with transaction.atomic():
         me = users_locked(user.pk)[user.pk]
         _check_free(me)
         match = match_create(
-            player0=me, player1=me, mode=Match.Mode.HOTSEAT, rated=False, now_ms=_now_ms()
+            player0=me, player1=me, mode=Match.Mode.HOTSEAT, rated=False, now_ms=now_ms()
         )
         _clear(me)
         transaction.on_commit(partial(broadcast.match_started, match.pk, [me.pk]))
@@ -315,8 +320,8 @@ def lobby_leave(*, user: User) -> None:
         _changed(user.pk, *opponents)
 
 
-def ladder_left(*, user: User) -> None:
-    """Called by accounts.services.ladder_leave (inside its transaction): rated offers go."""
+def ladder_left(*, user: User, **_signal) -> None:
+    """On accounts' ``ladder_left`` signal (inside ladder_leave's transaction): rated offers go."""
     Seek.objects.filter(user=user, rated=True).delete()
     rated = Challenge.objects.filter(status=Challenge.Status.PENDING, rated=True)
     mine = rated.filter(challenger=user) | rated.filter(opponent=user)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from lobby import services
+from matches.timekeeping import now_ms
+
 
 @shared_task(ignore_result=True)
 def quick_pair() -> int:
     """Every second (beat): pair the players waiting for "Play now" as their windows widen."""
-    from lobby import services
-    from matches.timekeeping import now_ms
-
     return len(services.quick_pair(now_ms=now_ms()))

@@ -15,7 +15,8 @@ from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.handlers.asgi import ASGIRequest
 from django.db.models import DateTimeField
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from django.utils.cache import get_conditional_response, patch_cache_control
 from django.utils.http import http_date
@@ -46,6 +47,7 @@ from accounts.apis import (
     query_param,
 )
 
+from .analysis import analysis_request
 from .filters import (
     OVER,
     REASONS,
@@ -56,7 +58,7 @@ from .filters import (
     with_record,
     with_summary,
 )
-from .models import Match
+from .models import Match, MatchAnalysis
 from .selectors import match_record
 from .serializers import MatchRecordSerializer, MatchSummarySerializer
 
@@ -274,6 +276,37 @@ class MatchDetailApi(APIView):
         response.headers["Last-Modified"] = http_date(modified_s)
         patch_cache_control(response, public=True, no_cache=True)
         return response
+
+
+class MatchAnalysisApi(APIView):
+    """The expert's analysis of a finished match: for each decision a player made, the expected
+    points of their choice and of the best choice, judged from that player's view at the time
+    only; mistakes (a loss of ``mistake_points`` or more) marked; a summary per seat. The first
+    request queues it (202, ``pending``); it is computed once and kept."""
+
+    @extend_schema(
+        responses={200: OpenApiResponse(description="the analysis (status done or failed)"),
+                   202: OpenApiResponse(description="queued: ask again shortly"),
+                   404: OpenApiResponse(description="no such match"),
+                   409: OpenApiResponse(description="the match is live, or void")},
+    )  # fmt: skip
+    def get(self, request, match_id):
+        match = get_object_or_404(Match, pk=match_id)
+        requested = analysis_request(match)
+        if requested is None:
+            return JsonResponse(
+                {"code": "not_finished", "message": "only a finished match is analysed"},
+                status=409,
+            )
+        if requested.status == MatchAnalysis.Status.PENDING:
+            return JsonResponse({"status": requested.status}, status=202)
+        return JsonResponse(
+            {
+                "status": requested.status,
+                "computed_at": requested.computed_at.isoformat(),
+                **(requested.result or {}),
+            }
+        )
 
 
 @contextmanager

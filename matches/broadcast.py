@@ -23,21 +23,6 @@ def group_name(match_id, audience) -> str:
     return f"match.{str(match_id).replace('-', '')}.{suffix}"
 
 
-def hotseat_viewer(state: engine.MatchState) -> int | None:
-    """Whose tiles a pass-and-play device may show: the player to act (hidden anyway during a
-    hand-over, until they reveal)."""
-    if state.decider is not None:
-        return state.decider
-    if state.phase == "ready":
-        return engine.first_to_act(state)
-    return None
-
-
-def starter(state: engine.MatchState) -> int | None:
-    """The seat that presses Start / Continue now, or None while no one may."""
-    return engine.first_to_act(state) if state.phase in ("ready", "handover") else None
-
-
 def visible_event(event: dict, viewer: int | None) -> dict:
     """A drawn tile is known only to the player who drew it."""
     if event["type"] == "draw" and event["seat"] != viewer:
@@ -62,7 +47,7 @@ def state_message(match: Match, state: engine.MatchState, viewer: int | None, ev
         # Who presses Start / Continue (or reveals, in pass-and-play) while the clocks stand:
         # the view alone cannot tell (it would take the opponent's hand), and a client needs it
         # to offer the button; it becomes public anyway the moment the clocks run.
-        "starter": starter(state),
+        "starter": engine.starter(state),
         "view": engine.view(state, viewer),
         "events": [visible_event(event, viewer) for event in events],
         "deadline": {"kind": match.deadline_kind or None, "at_ms": match.deadline_ms},
@@ -71,7 +56,7 @@ def state_message(match: Match, state: engine.MatchState, viewer: int | None, ev
 
 def viewer_for(match: Match, state: engine.MatchState, audience) -> int | None:
     if audience == HOTSEAT:
-        return hotseat_viewer(state)
+        return engine.device_holder(state)
     return audience if audience in (0, 1) else None
 
 

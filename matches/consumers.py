@@ -1,26 +1,19 @@
 """The match WebSocket, ``/ws/match/<id>/``: thin. Frames are checked by the shared guard
-(config/sockets.py); a command from someone who holds no seat is refused here, before it costs
-the server anything shared; a player's command is stamped by the time authority, handed to the
-match service, and answered. The service's broadcasts reach the socket through its group. The
+(realtime/sockets.py); a command from someone who holds no seat is refused here, before it
+costs the server anything shared; a player's command is handed to ``commands.receive``. Reads
+come from the selectors; the service's broadcasts reach the socket through its group. The
 messages are documented in docs/protocol.md."""
 
 from __future__ import annotations
-
-import logging
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 from redis.exceptions import RedisError
 
-from config.ratelimit import TokenBucket
-from config.redis_clients import PoolBusy
-from config.sockets import GuardedJsonConsumer
+from realtime.ratelimit import TokenBucket
+from realtime.sockets import GuardedJsonConsumer
 
-from . import broadcast, presence, scheduler, services, timekeeping
-from .models import Match, TimingFault
-from .selectors import events_since, match_state
-
-log = logging.getLogger(__name__)
+from . import broadcast, commands, presence, scheduler, selectors, timekeeping
 
 CLOSE_NO_SUCH_MATCH = 4404
 READS = ("ping", "hello", "sync")  # what a spectator may send
@@ -32,7 +25,9 @@ class MatchConsumer(GuardedJsonConsumer):
         self.match_id = str(self.scope["url_route"]["kwargs"]["match_id"])
         self.seats: list[int] = []
         self.sent_seq = -1  # the last event number this client was sent
-        seats = await database_sync_to_async(_seats_of)(self.match_id, self.scope.get("user"))
+        seats = await database_sync_to_async(selectors.seats_of)(
+            self.match_id, self.scope.get("user")
+        )
         if seats is None:
             return CLOSE_NO_SUCH_MATCH
         self.seats = seats
@@ -80,8 +75,8 @@ class MatchConsumer(GuardedJsonConsumer):
                 {
                     "type": "pong",
                     "t": content.get("t"),
-                    "server_ms": await _authority_now(),
-                    "seq": await _last_seq(self.match_id),
+                    "server_ms": await timekeeping.authority_now_or_none(),
+                    "seq": await database_sync_to_async(selectors.last_seq)(self.match_id),
                 }
             )
         elif kind in ("hello", "sync"):
@@ -113,102 +108,20 @@ class MatchConsumer(GuardedJsonConsumer):
         self.sent_seq = payload["seq"]
 
     async def _command(self, content: dict) -> None:
-        cseq = content.get("cseq")
-        if cseq is not None and (type(cseq) is not int or not 1 <= cseq < 2**53):
-            await self.send_error(content, "bad_message", "cseq is a positive whole number")
-            return
-        command = {key: value for key, value in content.items() if key != "cseq"}
-        try:
-            arrival = await timekeeping.stamp_arrival(self.match_id)
-        except PoolBusy:
-            await self.send_error(content, "busy", "the server is busy; send it again")
-            return
-        except RedisError as exc:
-            # Answer first: recording the fault may wait for the very Redis that failed.
-            await self.send_error(
-                content, "time_unavailable", "the server cannot read its clock; send it again"
-            )
-            await self._report_fault(TimingFault.Kind.UNREACHABLE, {"error": repr(exc)})
-            return
-        try:
-            await self._watch_time(arrival)
-            outcome = await database_sync_to_async(services.match_submit)(
-                match_id=self.match_id,
-                user=self.scope.get("user"),
-                command=command,
-                arrival_ms=arrival.at_ms,
-                cseq=cseq,
-            )
-        except services.CommandRejected as exc:
-            error = self.error_message(content, exc.code, exc.reason)
-            await self.send_json({**error, **exc.details})
-            return
-        finally:
-            await timekeeping.release_arrival(arrival)
-        await self.send_json(
-            {
-                "type": "ack",
-                "cseq": cseq,
-                "seq": outcome.seq,
-                "duplicate": outcome.duplicate,
-                "late": outcome.late,
-            }
-        )
-
-    async def _watch_time(self, arrival: timekeeping.Arrival) -> None:
-        if arrival.lag_ms > timekeeping.setting_ms("STAMP_LATE_TOLERANCE_MS", 2_000):
-            await self._report_fault(
-                TimingFault.Kind.LATE_STAMP, {"lag_ms": round(arrival.lag_ms, 1)}
-            )
-        suspicion = timekeeping.WATCH.observe(
-            arrival.at_ms, timekeeping.monotonic_ms() - arrival.lag_ms / 2
-        )
-        if suspicion is not None:
-            await self._report_fault(*suspicion)
-
-    async def _report_fault(self, kind: str, detail: dict) -> None:
-        await database_sync_to_async(services.fault_report)(
-            match_id=self.match_id, kind=kind, detail=detail, seats=self.seats
+        await commands.receive(
+            match_id=self.match_id,
+            user=self.scope.get("user"),
+            seats=self.seats,
+            content=content,
+            answer=self.send_json,
         )
 
     async def _send_state(self, last_seq: int | None) -> None:
-        message = await database_sync_to_async(_state_message)(
+        message = await database_sync_to_async(selectors.state_message)(
             self.match_id, self.audience, last_seq
         )
         await self.send_json(message)
         self.sent_seq = max(self.sent_seq, message["seq"])
 
-    def error_message(self, content: dict, code: str, text: str) -> dict:
-        cseq = content.get("cseq") if isinstance(content, dict) else None
-        return {"type": "error", "cseq": cseq, "code": code, "reason": text}
-
-
-def _seats_of(match_id: str, user) -> list[int] | None:
-    """The seats the user holds ([] for a spectator), or None if there is no such match."""
-    match = Match.objects.filter(pk=match_id).only("player0_id", "player1_id").first()
-    if match is None:
-        return None
-    return match.seats_of(user) if user is not None and user.is_authenticated else []
-
-
-def _state_message(match_id: str, audience, last_seq: int | None) -> dict:
-    """The full state for this audience, with the events after ``last_seq`` when the client
-    says what it saw (a resync after a reconnect or a gap)."""
-    match = Match.objects.get(pk=match_id)
-    state = match_state(match)
-    viewer = broadcast.viewer_for(match, state, audience)
-    events = events_since(match, last_seq) if last_seq is not None else []
-    return {**broadcast.state_message(match, state, viewer, events), "resync": True}
-
-
-@database_sync_to_async
-def _last_seq(match_id: str) -> int:
-    """The match's last event number: a client that saw less missed a broadcast."""
-    return Match.objects.filter(pk=match_id).values_list("seq", flat=True).first() or 0
-
-
-async def _authority_now() -> int | None:
-    try:
-        return timekeeping.authority_ms(await timekeeping.async_redis().time())
-    except RedisError:
-        return None
+    def error_context(self, content: dict) -> dict:
+        return {"cseq": content.get("cseq") if isinstance(content, dict) else None}

@@ -4,7 +4,9 @@ database at any time. One entry per match, moved by each change: no task per dea
 
 from __future__ import annotations
 
-from config.redis_clients import sync_redis
+from realtime.redis_clients import sync_redis
+
+from .models import Match
 
 DEADLINES_KEY = "sbo:deadlines"
 
@@ -30,8 +32,6 @@ def built_key() -> str:
 def rebuild() -> int:
     """Make the sorted set hold the database's live deadlines: add or update every one, remove
     the others (merging, so a deadline written meanwhile is not wiped)."""
-    from .models import Match
-
     pairs = {
         str(match_id): ms
         for match_id, ms in Match.objects.filter(deadline_ms__isnull=False)

@@ -52,6 +52,8 @@ class Match(models.Model):
     cseq0 = models.BigIntegerField(default=0)
     cseq1 = models.BigIntegerField(default=0)
     recent_cseqs = models.JSONField(default=dict)
+    # The seat the computer plays (matches/computer.py), or None between people.
+    computer_seat = models.PositiveSmallIntegerField(null=True, blank=True)
     # Copies of the record's final numbers, so archive lists never read the record itself.
     balances = models.JSONField(default=list)
     round_count = models.PositiveSmallIntegerField(default=1)
@@ -124,3 +126,25 @@ class TimingFault(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} in {self.match_id} ({self.status})"
+
+
+class MatchAnalysis(models.Model):
+    """The expert's analysis of a finished match (engine.analyse): computed once, by a Celery
+    task, from each player's view at the time only, and kept."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        DONE = "done"
+        FAILED = "failed"
+
+    match = models.OneToOneField(
+        Match, on_delete=models.CASCADE, primary_key=True, related_name="analysis"
+    )
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    budget_ms = models.PositiveIntegerField()
+    result = models.JSONField(null=True, blank=True)
+    requested_at = models.DateTimeField(auto_now_add=True)
+    computed_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"analysis of {self.match_id} ({self.status})"

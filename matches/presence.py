@@ -1,9 +1,9 @@
-"""Who is connected to a match, per seat (see config/presence.py). A player whose clock runs
+"""Who is connected to a match, per seat (see realtime/presence.py). A player whose clock runs
 out while none of their sockets has been heard from lately has abandoned the match."""
 
 from __future__ import annotations
 
-from config.presence import SocketPresence, wall_ms
+from realtime.presence import SocketPresence, wall_ms
 
 SEATS = SocketPresence("sbo:presence:{}")
 

@@ -16,7 +16,7 @@ import weakref
 
 from channels.db import database_sync_to_async
 
-from config.redis_clients import async_redis
+from realtime.redis_clients import async_redis
 
 from . import deadlines, services, webbeats
 from .models import Match

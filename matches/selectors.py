@@ -10,6 +10,7 @@ from django.db.models import Q
 
 import engine
 
+from . import broadcast
 from .models import Match
 
 
@@ -68,3 +69,63 @@ def live_match_for(user) -> Match | None:
         .order_by("-created_at")
         .first()
     )
+
+
+def seats_of(match_id: str, user) -> list[int] | None:
+    """The seats the user holds in the match ([] for a spectator), or None if there is no such
+    match."""
+    match = Match.objects.filter(pk=match_id).only("player0_id", "player1_id").first()
+    if match is None:
+        return None
+    return match.seats_of(user) if user is not None and user.is_authenticated else []
+
+
+def state_message(match_id: str, audience, last_seq: int | None) -> dict:
+    """The full state for this audience, with the events after ``last_seq`` when the client
+    says what it saw (a resync after a reconnect or a gap)."""
+    match = Match.objects.get(pk=match_id)
+    state = match_state(match)
+    viewer = broadcast.viewer_for(match, state, audience)
+    events = events_since(match, last_seq) if last_seq is not None else []
+    return {**broadcast.state_message(match, state, viewer, events), "resync": True}
+
+
+def last_seq(match_id: str) -> int:
+    """The match's last event number: a client that saw less missed a broadcast."""
+    return Match.objects.filter(pk=match_id).values_list("seq", flat=True).first() or 0
+
+
+def live_matches(*, limit: int) -> list[Match]:
+    """The newest matches being played now (to watch)."""
+    return list(
+        Match.objects.filter(status=Match.Status.LIVE)
+        .select_related("player0", "player1")
+        .order_by("-created_at")[:limit]
+    )
+
+
+def recent_matches(user, *, limit: int = 10) -> list[dict]:
+    """The user's latest matches, newest first, from the user's side."""
+    matches = (
+        Match.objects.filter(Q(player0=user) | Q(player1=user))
+        .select_related("player0", "player1")
+        .order_by("-created_at")[:limit]
+    )
+    rows = []
+    for match in matches:
+        seat = 0 if match.player0_id == user.pk else 1
+        opponent = match.player1 if seat == 0 else match.player0
+        before = match.rating_before0 if seat == 0 else match.rating_before1
+        after = match.rating_after0 if seat == 0 else match.rating_after1
+        if match.status == Match.Status.FINISHED and match.mode == Match.Mode.ONLINE:
+            result = "win" if match.winner == seat else "loss"
+        else:
+            result = match.status if match.status != Match.Status.FINISHED else "finished"
+        rows.append({
+            "match": match,
+            "opponent": None if match.mode == Match.Mode.HOTSEAT else opponent,
+            "result": result,
+            "delta": None if after is None or before is None else after - before,
+            "url": f"/match/{match.id}/",
+        })  # fmt: skip
+    return rows

@@ -6,12 +6,15 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from accounts.serializers import COMPUTER_HELP
+
 from .models import Match
 
 
 class MatchPlayerSerializer(serializers.Serializer):
     seat = serializers.IntegerField(min_value=0, max_value=1)
     username = serializers.CharField()
+    computer = serializers.CharField(allow_null=True, required=False, help_text=COMPUTER_HELP)
     rating_before = serializers.IntegerField(allow_null=True)
     rating_after = serializers.IntegerField(allow_null=True)
 
@@ -48,8 +51,10 @@ class MatchSummarySerializer(serializers.Serializer):
     def get_players(self, match):
         return [
             {"seat": 0, "username": match.player0.username,
+             "computer": match.player0.computer_level or None,
              "rating_before": match.rating_before0, "rating_after": match.rating_after0},
             {"seat": 1, "username": match.player1.username,
+             "computer": match.player1.computer_level or None,
              "rating_before": match.rating_before1, "rating_after": match.rating_after1},
         ]  # fmt: skip
 

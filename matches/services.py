@@ -14,12 +14,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 
+from celery import current_app
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone as dj_timezone
 
 import engine
+from accounts.services import rating_record_result
+from engine import Rejection
 
 from . import broadcast, deadlines, presence, timekeeping, webbeats
 from .models import Match, TimingFault
@@ -27,19 +30,15 @@ from .selectors import match_state
 
 log = logging.getLogger(__name__)
 
-READY_PHASES = ("ready", "handover")
+RECHECK_FAULT_TASK = "matches.tasks.recheck_fault"
+COMPUTER_TURN_TASK = "matches.tasks.computer_turn"
+
 RECENT_CSEQS = 64  # applied cseqs kept per seat, to tell a resend from a stale command
 
 
-class CommandRejected(Exception):
+class CommandRejected(Rejection):
     """A command the match will not take; nothing changed. ``details`` go to the client with
     the error (for example the last cseq applied, with ``stale_cseq``)."""
-
-    def __init__(self, code: str, reason: str, **details):
-        super().__init__(f"{code}: {reason}")
-        self.code = code
-        self.reason = reason
-        self.details = details
 
 
 @dataclass(frozen=True)
@@ -88,6 +87,9 @@ def match_create(
         hotseat=mode == Match.Mode.HOTSEAT,
     )
     match = Match(mode=mode, rated=rated, player0=player0, player1=player1, secret_seed=seed)
+    match.computer_seat = next(
+        (seat for seat, p in enumerate((player0, player1)) if p.computer_level), None
+    )
     match.record = engine.new_record(
         state,
         match_id=str(match.id),
@@ -95,8 +97,8 @@ def match_create(
         rated=rated,
         created_at=engine.iso_timestamp(now_ms),
         players=[
-            {"seat": 0, "username": player0.username},
-            {"seat": 1, "username": player1.username},
+            {"seat": seat, "username": player.username, "computer": player.computer_level or None}
+            for seat, player in enumerate((player0, player1))
         ],
     )
     _store(match, state, now_ms)
@@ -132,20 +134,29 @@ def match_submit(
             _void_for_web_gap(match, state, arrival_ms)
             return Outcome(seq=match.seq)
         try:
-            new_state, events = engine.apply(state, seat, command, arrival_ms)
+            result = engine.apply(state, seat, command, arrival_ms)
         except engine.IllegalCommand as exc:
-            if exc.code != "time_over":
-                raise CommandRejected(exc.code, exc.reason) from None
-            # Too late: the deadline is judged here exactly as the deadline loops judge it.
-            if _expire_locked(match, state, arrival_ms) in ("command_pending", "web_down"):
-                raise CommandRejected(
-                    "busy", "a command sent in time is still being applied; send it again"
-                ) from None
-            return Outcome(seq=match.seq, late=match.reason in ("time", "abandon"))
+            raise CommandRejected(exc.code, exc.message, **exc.details) from None
+        if isinstance(result, engine.Flagged):
+            return _flagged(match, state, result, arrival_ms)
         if cseq is not None:
             _remember_cseq(match, slot, cseq)
-        _commit_change(match, new_state, events, arrival_ms)
+        _commit_change(match, result.state, result.events, arrival_ms)
         return Outcome(seq=match.seq)
+
+
+def _flagged(match: Match, state, flagged: engine.Flagged, arrival_ms: int) -> Outcome:
+    """The command came after its sender's deadline: they lose on time, judged exactly as the
+    deadline loops judge it (a command stamped in time goes first; an outage of the web tier
+    decides nothing, or voids)."""
+    blocker = _forfeit_blocker(match, state, arrival_ms)
+    if blocker in ("command_pending", "web_down"):
+        raise CommandRejected(
+            "busy", "a command sent in time is still being applied; send it again"
+        )
+    if blocker is None:
+        _commit_change(match, flagged.state, flagged.events, arrival_ms)
+    return Outcome(seq=match.seq, late=match.reason in ("time", "abandon"))
 
 
 def _locked(match_id) -> Match:
@@ -169,9 +180,8 @@ def _seat_of(match: Match, user, state: engine.MatchState, command: dict) -> int
     # Pass-and-play: one user holds both seats and acts for whoever is to act.
     if isinstance(command, dict) and command.get("seat") in (0, 1):
         return command["seat"]
-    if state.decider is not None:
-        return state.decider
-    return engine.first_to_act(state) if state.phase in READY_PHASES else 0
+    holder = engine.device_holder(state)
+    return 0 if holder is None else holder
 
 
 def _last_cseq(match: Match, slot: int) -> int:
@@ -189,10 +199,10 @@ def _check_start_allowed(match: Match, state, seat: int, command) -> None:
     if (
         not isinstance(command, dict)
         or command.get("type") != "start"
-        or state.phase not in READY_PHASES
+        or engine.starter(state) is None
     ):
         return
-    if seat != engine.first_to_act(state):
+    if seat != engine.starter(state):
         raise CommandRejected(
             "not_your_start", "the player who acts first presses Start / Continue"
         )
@@ -229,19 +239,17 @@ def _expire_locked(match: Match, state: engine.MatchState, now_ms: int) -> str:
     not yet. A command stamped before the deadline that is still waiting for the lock goes
     first; while no web process is up nobody could act, so nothing is decided; a clock that ran
     through an outage of the web tier voids the match (RULES §7)."""
-    if timekeeping.pending_before(str(match.id), match.deadline_ms, now_ms):
-        return "command_pending"
     if match.deadline_kind == Match.DeadlineKind.START:
+        if timekeeping.pending_before(str(match.id), match.deadline_ms, now_ms):
+            return "command_pending"
         if webbeats.down_now(now_ms):
             return "web_down"  # pressing Start now would run a clock nobody can stop
         # No clock runs during the wait: the clocks start when Start is pressed.
         kind, command, at_ms = "start", {"type": "start"}, now_ms
     else:
-        web = webbeats.verdict(state.turn_start_ms, match.deadline_ms, now_ms)
-        if web == webbeats.DOWN_NOW:
-            return "web_down"  # nobody can act or reconnect yet: judge it when web is back
-        if web == webbeats.GAP:
-            return _void_for_web_gap(match, state, now_ms)
+        blocker = _forfeit_blocker(match, state, now_ms)
+        if blocker is not None:
+            return blocker
         # A forfeit counts at the deadline, however late it is processed (RULES §7): the
         # arrival stamps have already decided that no command beat it.
         kind = _expiry_kind(match, state)
@@ -249,6 +257,21 @@ def _expire_locked(match: Match, state: engine.MatchState, now_ms: int) -> str:
     new_state, events = engine.apply(state, None, command, at_ms)
     _commit_change(match, new_state, events, now_ms)
     return kind
+
+
+def _forfeit_blocker(match: Match, state: engine.MatchState, now_ms: int) -> str | None:
+    """Why the running clock's deadline, passed at ``now_ms``, may not forfeit the match now:
+    ``command_pending`` (a command stamped before it is still being applied), ``web_down``
+    (nobody can act or reconnect yet: judge it when web is back) or ``void`` (the clock ran
+    through an outage of the web tier, and the match has just been voided); None if it may."""
+    if timekeeping.pending_before(str(match.id), match.deadline_ms, now_ms):
+        return "command_pending"
+    web = webbeats.verdict(state.turn_start_ms, match.deadline_ms, now_ms)
+    if web == webbeats.DOWN_NOW:
+        return "web_down"
+    if web == webbeats.GAP:
+        return _void_for_web_gap(match, state, now_ms)
+    return None
 
 
 def _clock_runs(match: Match) -> bool:
@@ -342,8 +365,6 @@ def fault_report(
 
 
 def _queue_recheck(fault_id: int, kind: str) -> None:
-    from .tasks import recheck_fault
-
     # An unreachable authority is judged once the incident had time to show its length.
     countdown_s = (
         timekeeping.setting_ms("STAMP_LATE_TOLERANCE_MS", 2_000) / 1000
@@ -351,7 +372,8 @@ def _queue_recheck(fault_id: int, kind: str) -> None:
         else 0
     )
     try:
-        recheck_fault.apply_async((fault_id,), countdown=countdown_s)
+        # Queued by name: the tasks call the services, not the other way round.
+        current_app.send_task(RECHECK_FAULT_TASK, (fault_id,), countdown=countdown_s)
     except Exception:  # the broker is Redis, which may be the very thing that failed
         log.exception(
             "could not queue the re-check of timing fault %s; staff can confirm it", fault_id
@@ -398,15 +420,13 @@ def _commit_change(match: Match, state: engine.MatchState, events: list[dict], n
     """Append the events, deal the next round when one ended, store everything, and after
     commit tell everyone and arm the deadline."""
     engine.add_events(match.record, state, events)
-    if state.phase == "settled":
+    if state.round_over and state.result is None:  # a round ended: deal the next
         seed = engine.new_seed()
         state = engine.next_round(state, engine.deal_from_seed(seed))
         engine.add_round(match.record, state)
         match.secret_seed = seed
     _store(match, state, now_ms)
     if state.result is not None and match.rated and state.result.reason != "void":
-        from accounts.services import rating_record_result
-
         rating_record_result(match=match)
     match.save()
     # Robust: the change is committed; a lost broadcast is repaired by the clients' resync.
@@ -424,7 +444,7 @@ def _store(match: Match, state: engine.MatchState, now_ms: int) -> None:
         match.reason = state.result.reason
         match.finished_at = match.finished_at or dj_timezone.now()
         match.deadline_ms, match.deadline_kind = None, ""
-    elif state.phase in READY_PHASES:
+    elif engine.starter(state) is not None:
         match.deadline_ms, match.deadline_kind = (
             now_ms + start_grace_ms(match),
             Match.DeadlineKind.START,
@@ -439,3 +459,26 @@ def _after_commit(match: Match, state: engine.MatchState, events: list[dict]) ->
     except Exception:  # the sweeper rebuilds deadlines from the database
         log.exception("could not arm the deadline of match %s", match.pk)
     broadcast.publish(match, state, events)
+    if computer_to_act(match, state):
+        queue_computer_turn(str(match.id), state.seq)
+
+
+def computer_to_act(match: Match, state: engine.MatchState) -> bool:
+    """Is it the computer's turn to press Start or to decide?"""
+    if match.computer_seat is None or state.result is not None:
+        return False
+    starter = engine.starter(state)
+    return match.computer_seat == (state.decider if starter is None else starter)
+
+
+def queue_computer_turn(match_id: str, seq: int) -> None:
+    """Ask a worker to play the computer's turn at event ``seq`` (matches/computer.py); by name,
+    since the tasks call the services and not the other way round."""
+    try:
+        current_app.send_task(
+            COMPUTER_TURN_TASK,
+            (match_id, seq),
+            countdown=timekeeping.setting_ms("COMPUTER_PAUSE_MS", 600) / 1000,
+        )
+    except Exception:  # the sweeper queues overdue computer turns again
+        log.exception("could not queue the computer's turn in match %s", match_id)

@@ -9,7 +9,7 @@ import time
 from celery import shared_task
 from django.conf import settings
 
-from . import deadlines, scheduler, services, timekeeping, webbeats
+from . import analysis, computer, deadlines, scheduler, services, timekeeping, webbeats
 from .models import TimingFault
 
 log = logging.getLogger(__name__)
@@ -28,6 +28,26 @@ def sweep_deadlines() -> int:
     deadlines.rebuild_if_lost()
     now_ms = timekeeping.now_ms()
     return scheduler.fire_due(deadlines.due(now_ms), now_ms)
+
+
+@shared_task(ignore_result=True)
+def computer_turn(match_id: str, seq: int) -> str:
+    """The computer's turn at event ``seq`` (queued by the service after each change)."""
+    return computer.play_turn(match_id=match_id, seq=seq)
+
+
+@shared_task(ignore_result=True)
+def computer_overdue() -> int:
+    """Every 5 s (beat): queue again the computer's turns that no worker took."""
+    return computer.overdue_turns(
+        now_ms=timekeeping.now_ms(), older_than_ms=settings.COMPUTER_OVERDUE_MS
+    )
+
+
+@shared_task(ignore_result=True)
+def analyse_match(match_id: str) -> str:
+    """The expert's analysis of a finished match (matches/analysis.py)."""
+    return analysis.analysis_compute(match_id=match_id)
 
 
 @shared_task(ignore_result=True)

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from django.conf import settings
 from redis.exceptions import RedisError
 
-from config.redis_clients import async_redis, sync_redis
+from realtime.redis_clients import async_redis, sync_redis
+
+from .models import TimingFault
 
 ARRIVALS_KEY = "sbo:arrivals:{match_id}"
 PENDING_TTL_MS = 60_000  # a pending arrival older than this was lost with its process
@@ -84,6 +86,14 @@ def now_ms() -> int:
     return authority_ms(sync_redis().time())
 
 
+async def authority_now_or_none() -> int | None:
+    """The authority's time for a client's clock sync, or None while it cannot be read."""
+    try:
+        return authority_ms(await async_redis().time())
+    except RedisError:
+        return None
+
+
 def now_ms_or_wall() -> int:
     """The authority's time, or this machine's wall clock when the authority cannot be read
     (voiding a match for a timing fault must work even then)."""
@@ -95,12 +105,39 @@ def now_ms_or_wall() -> int:
 
 async def stamp_arrival(match_id: str) -> Arrival:
     """Stamp a command's arrival and register it as pending for its match."""
-    token = uuid.uuid4().hex
-    started = monotonic_ms()
-    at_ms = await async_redis().eval(
-        _STAMP, 1, ARRIVALS_KEY.format(match_id=match_id), token, PENDING_TTL_MS
-    )
+    token, started = uuid.uuid4().hex, monotonic_ms()
+    at_ms = await async_redis().eval(*_stamp_args(match_id, token))
     return Arrival(match_id, token, int(at_ms), monotonic_ms() - started)
+
+
+def stamp_arrival_sync(match_id: str) -> Arrival:
+    """``stamp_arrival`` for a command made inside the server (the computer's)."""
+    token, started = uuid.uuid4().hex, monotonic_ms()
+    at_ms = sync_redis().eval(*_stamp_args(match_id, token))
+    return Arrival(match_id, token, int(at_ms), monotonic_ms() - started)
+
+
+def release_arrival_sync(arrival: Arrival) -> None:
+    try:
+        sync_redis().zrem(ARRIVALS_KEY.format(match_id=arrival.match_id), arrival.token)
+    except RedisError:
+        pass  # a pending arrival that is not released expires after PENDING_TTL_MS
+
+
+def _stamp_args(match_id: str, token: str) -> tuple:
+    return (_STAMP, 1, ARRIVALS_KEY.format(match_id=match_id), token, PENDING_TTL_MS)
+
+
+def suspicions(arrival: Arrival) -> list[tuple[str, dict]]:
+    """What this stamp suggests about the service's own timekeeping: a stamp that took too
+    long to get, or an authority that moved unlike this process's monotonic clock."""
+    found = []
+    if arrival.lag_ms > setting_ms("STAMP_LATE_TOLERANCE_MS", 2_000):
+        found.append((TimingFault.Kind.LATE_STAMP, {"lag_ms": round(arrival.lag_ms, 1)}))
+    suspicion = WATCH.observe(arrival.at_ms, monotonic_ms() - arrival.lag_ms / 2)
+    if suspicion is not None:
+        found.append(suspicion)
+    return found
 
 
 async def release_arrival(arrival: Arrival) -> None:

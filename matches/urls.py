@@ -10,4 +10,5 @@ urlpatterns = [
     path("match/<uuid:match_id>/replay/frames.json", views.replay_frames_json, name="frames"),
     path("matches/", views.archive, name="archive"),
     path("rules/", views.rules, name="rules"),
+    path("players/<str:username>/", views.player_profile, name="profile"),
 ]

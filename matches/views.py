@@ -10,11 +10,12 @@ from django.shortcuts import get_object_or_404, render
 from django.utils.translation import gettext as _
 
 import engine
+from accounts import charts, elo
+from accounts import selectors as account_selectors
 from engine.layout import Layout
-from engine.view import layout_view
 
 from .models import Match
-from .selectors import match_record
+from .selectors import match_record, recent_matches
 
 ARCHIVE_PAGE_SIZE = 20
 
@@ -162,14 +163,14 @@ def rules_context() -> dict:
 def worked_examples() -> list[dict]:
     out = []
     for example_id, steps, played in EXAMPLES:
-        layout = layout_view(_build(steps))
+        layout = _build(steps).to_view()
         total = layout["end_total"]
         out.append(
             {
                 "id": example_id,
                 "played": [list(t) for t in played],
                 "layout": layout,
-                "points": total if total > 0 and total % 5 == 0 else 0,
+                "points": engine.points_for(total),
             }
         )
     return out
@@ -312,3 +313,20 @@ def js_strings() -> dict:
         "loading": _("Loading…"),
         "not_available": _("This match has no finished round to replay yet."),
     }
+
+
+# --- a player's page: ratings (accounts) and matches (here) --------------------------------
+
+
+def player_profile(request, username: str):
+    player = account_selectors.player_profile(username)
+    history = account_selectors.rating_history(player)
+    ratings = [history[0].before, *(change.after for change in history)] if history else []
+    return render(request, "accounts/profile.html", {
+        "player": player,
+        "chart": charts.rating_chart(ratings),
+        "history": history,
+        "recent": recent_matches(player),
+        "is_me": request.user.is_authenticated and request.user.pk == player.pk,
+        "provisional_games": elo.PROVISIONAL_GAMES,
+    })  # fmt: skip

@@ -8,7 +8,7 @@ is voided instead of forfeited. Beats are kept a day.
 
 from __future__ import annotations
 
-from config.redis_clients import sync_redis
+from realtime.redis_clients import sync_redis
 
 from . import timekeeping
 

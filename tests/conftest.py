@@ -68,8 +68,8 @@ def private_web_beats_for_the_session():
 
 @pytest.fixture(autouse=True)
 def private_web_beats(monkeypatch):
-    from config.redis_clients import sync_redis
     from matches import webbeats
+    from realtime.redis_clients import sync_redis
 
     key = _private_beats_key()
     monkeypatch.setattr(webbeats, "BEATS_KEY", key)

@@ -40,7 +40,7 @@ class Table:
         )  # fmt: skip
 
     def step(self, state: engine.MatchState) -> None:
-        if state.phase in services.READY_PHASES:
+        if engine.starter(state) is not None:
             self.submit(engine.first_to_act(state), {"type": "start"})
         else:
             self.submit(state.decider, self.bot.choose(state, state.decider, self.rng))

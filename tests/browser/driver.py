@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from playwright.sync_api import Page, expect
 
 import engine
-from engine.bots import points_for
 from engine.legal import legal_plays
+from engine.scoring import points_for
 from matches import services
 from matches.models import Match
 from matches.selectors import match_state

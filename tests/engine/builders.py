@@ -80,7 +80,7 @@ def assert_rejected(state: MatchState, seat, command, now_ms, code: str) -> Ille
     with pytest.raises(IllegalCommand) as caught:
         apply(state, seat, command, now_ms)
     assert caught.value.code == code, caught.value
-    assert caught.value.as_dict() == {"code": code, "reason": caught.value.reason}
+    assert caught.value.as_dict() == {"code": code, "message": caught.value.message}
     assert state == before
     return caught.value
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from engine import (
     BOTS,
-    IllegalCommand,
+    Flagged,
     add_events,
     add_round,
     apply,
@@ -15,9 +15,10 @@ from engine import (
     new_record,
     next_round,
 )
-from engine.shuffle import deal_from_seed
-from engine.simulate import round_seed
-from engine.state import FINISHED, HANDOVER, READY, SETTLED, MatchState
+from engine.fairness import begin_dealing
+from engine.shuffle import deal_from_seed, sealed_deal
+from engine.simulate import contributing, round_seed
+from engine.state import DEALING, FINISHED, HANDOVER, READY, SETTLED, MatchState
 
 from .builders import T0
 
@@ -48,13 +49,23 @@ def play_match(
     slow_chance=0.02,
     quit_chance=0.0,
     on_step=None,
+    fair=False,
 ) -> Played:
     """Play a match to its end with the given bots; ``on_step(before, seat, command, after,
     events)`` sees every accepted command. Occasionally (``quit_chance``) a player resigns, the
-    server voids the match, or a late player is abandoned rather than timed out."""
+    server voids the match, or a late player is abandoned rather than timed out. A ``fair``
+    match deals every round from the server's seed and the bots' contributions; otherwise
+    rounds are seed-only, as in records made before contributions."""
     rng = random.Random(seed)
     players = [BOTS[name]() for name in bots]
-    state = new_match(dealt(seed, 1), hotseat=hotseat)
+
+    def deal_of(round_no: int):
+        return sealed_deal(round_seed(seed, 0, round_no)) if fair else dealt(seed, round_no)
+
+    def opened(state: MatchState) -> MatchState:
+        return begin_dealing(state) if fair else state
+
+    state = opened(new_match(deal_of(1), hotseat=hotseat))
     record = new_record(
         state,
         match_id=f"prop-{seed}",
@@ -68,7 +79,7 @@ def play_match(
         if state.phase == FINISHED:
             break
         if state.phase == SETTLED:
-            state = next_round(state, dealt(seed, state.round_no + 1))
+            state = opened(next_round(state, deal_of(state.round_no + 1)))
             add_round(record, state)
             continue
         roll = rng.random()
@@ -81,6 +92,9 @@ def play_match(
                 if roll < quit_chance / 2
                 else (None, {"type": "void", "why": "test fault"})
             )
+        elif state.phase == DEALING:
+            now += rng.randint(0, 1_000)
+            seat, command = contributing(state, rng)
         else:
             seat = state.decider
             command = players[seat].choose(state, seat, rng)
@@ -88,12 +102,9 @@ def play_match(
                 rng.randint(300, 2_000) if command["type"] == "draw" else think_ms(rng, slow_chance)
             )
             if now >= state.deadline_ms:
-                try:
-                    apply(state, seat, command, now)
-                except IllegalCommand as exc:
-                    assert exc.code == "time_over"
-                else:
-                    raise AssertionError("a command at or after the deadline was accepted")
+                flagged = apply(state, seat, command, now)
+                assert isinstance(flagged, Flagged), "a command at or after the deadline applied"
+                assert flagged.events[-1]["at_ms"] == state.deadline_ms
                 seat, command = None, {"type": "abandon" if roll < 0.5 else "timeout"}
         before = state
         state, events = apply(state, seat, command, now)

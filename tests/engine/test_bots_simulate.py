@@ -5,12 +5,18 @@ import random
 import pytest
 
 from engine import (
+    BOTS,
     GreedyBot,
     IllegalCommand,
     RandomBot,
+    apply,
+    deal_from_seed,
     first_to_act,
     legal_commands,
     legal_decisions,
+    new_match,
+    next_round,
+    view,
 )
 from engine import simulate as simulate_module
 from engine.clock import ClockConfig
@@ -126,3 +132,27 @@ def test_first_to_act_is_the_rank_holder_the_jockeys_opponent_or_the_waiting_pla
     game.start()
     game.play(0, (6, 6))
     assert (game.state.phase, first_to_act(game.state)) == ("handover", 1)
+
+
+@pytest.mark.parametrize("name", ["random", "greedy"])
+def test_a_bot_choosing_from_the_view_alone_makes_only_legal_decisions(name):
+    """choose_from_view (the server's computer player and the clients) through whole matches:
+    every decision it makes is legal, in the auction and in the play, draws included."""
+    rng = random.Random(21)
+    bot = BOTS[name]()
+    kinds = set()
+    for seed in range(6):
+        state = new_match(deal_from_seed(f"{seed:064x}"))
+        now = 0
+        while state.result is None:
+            now += 500
+            if state.phase in ("ready", "handover"):
+                state, _ = apply(state, None, {"type": "start"}, now)
+            elif state.phase == "settled":
+                state = next_round(state, deal_from_seed(f"{seed + 1000 * state.round_no:064x}"))
+            else:
+                command = bot.choose_from_view(view(state, state.decider), rng)
+                kinds.add(command["type"])
+                assert command in legal_decisions(state, state.decider)
+                state, _ = apply(state, state.decider, command, now)
+    assert {"play", "draw", "offer"} <= kinds and kinds & {"accept", "waive"}

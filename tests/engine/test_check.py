@@ -4,228 +4,18 @@ a corrupted one is caught, with the seat, the event and what was expected."""
 import pytest
 
 from engine import ReplayError, audit, replay
-from engine.replay import Problem
+from engine.replay import REQUIRED_FIELDS, Problem
 from engine.simulate import simulate
 
-from .records import events_of, hand_before, pool
-
-
-def first_play_of_a_turn(record):
-    """A play that is the first decision of its turn (no draw before it) on a non-empty layout."""
-    for round_record, index, event in events_of(record):
-        before = round_record["events"][index - 1]
-        if event["type"] == "play" and event["place"] is not None and before["type"] != "draw":
-            return round_record, index, event
-    return None
-
-
-def play_after_a_draw(record):
-    for round_record, index, event in events_of(record):
-        if (
-            event["type"] == "play"
-            and index
-            and round_record["events"][index - 1]["type"] == "draw"
-        ):
-            return round_record, index, event
-    return None
-
-
-# --- the corruptions: each edits a record in place, or raises StopIteration finding no spot
-
-
-def wrong_points(record):
-    _, _, event = next(e for e in events_of(record) if e[2]["type"] == "play" and e[2]["points"])
-    event["points"] += 5
-
-
-def wrong_balance(record):
-    _, _, event = next(e for e in events_of(record) if e[2]["type"] == "play")
-    event["balances"][0] += 5
-
-
-def wrong_bank(record):
-    _, _, event = next(e for e in events_of(record) if e[2]["type"] == "play")
-    event["banks_ms"][1] -= 1
-
-
-def wrong_ends(record):
-    _, _, event = next(e for e in events_of(record) if e[2]["type"] == "play")
-    event["ends"] += 1
-
-
-def illegal_placement(record):
-    _, _, event = first_play_of_a_turn(record)
-    event["place"] = {"tile": event["tile"], "side": "high"}
-
-
-def mismatched_halves(record):
-    round_record, index, event = first_play_of_a_turn(record)
-    placed = {tuple(e["tile"]) for e in round_record["events"][:index] if e["type"] == "play"}
-    spot = event["place"]
-    value = next(v for v in range(7) if v not in event["tile"])
-    event["tile"] = next(
-        [a, b] for a, b in [sorted((value, x)) for x in range(7)] if (a, b) not in placed
-    )
-    event["place"] = spot
-
-
-def illegal_draw(record):
-    round_record, index, event = first_play_of_a_turn(record)
-    round_record["events"][index] = {
-        **{k: event[k] for k in ("seq", "seat", "at_ms")},
-        "type": "draw",
-        "tile": [0, 0],
-    }
-
-
-def draw_again_after_a_fitting_draw(record):
-    round_record, index, event = play_after_a_draw(record)
-    round_record["events"][index] = {
-        **{k: event[k] for k in ("seq", "seat", "at_ms")},
-        "type": "draw",
-        "tile": [0, 0],
-    }
-
-
-def another_tile_after_a_fitting_draw(record):
-    round_record, index, event = play_after_a_draw(record)
-    hand = hand_before(round_record, index, event["seat"])
-    event["tile"] = next(t for t in hand if t != event["tile"])
-
-
-def not_the_rank_opening_tile(record):
-    for round_record in record["rounds"]:
-        if round_record["opening"] == "rank":
-            index, event = next(
-                (i, e) for i, e in enumerate(round_record["events"]) if e["type"] == "play"
-            )
-            hand = hand_before(round_record, index, event["seat"])
-            if len(hand) > 1:
-                event["tile"] = next(t for t in hand if t != event["tile"])
-                return
-    raise StopIteration
-
-
-def wrong_opener(record):
-    round_record = record["rounds"][0]
-    index, event = next((i, e) for i, e in enumerate(round_record["events"]) if e["type"] == "play")
-    event["seat"] = 1 - event["seat"]
-    event["tile"] = hand_before(round_record, index, event["seat"])[0]
-
-
-def wrong_opening_kind(record):
-    record["rounds"][0]["opening"] = "auction"
-
-
-def wrong_jockey(record):
-    round_record = next(r for r in record["rounds"] if r["jockey"] is not None)
-    round_record["jockey"] = 1 - round_record["jockey"]
-
-
-def wrong_payment(record):
-    _, _, event = next(
-        e for e in events_of(record) if e[2]["type"] == "accept" and not e[2].get("auto")
-    )
-    event["paid"] += 5
-
-
-def wrong_winner(record):
-    record["result"]["winner"] = 1 - record["result"]["winner"]
-
-
-def wrong_reason(record):
-    record["result"]["reason"] = "resign"
-
-
-def wrong_status(record):
-    record["status"] = "live"
-
-
-def wrong_final_balances(record):
-    record["balances"] = (
-        list(reversed(record["balances"])) if record["balances"][0] != 150 else [145, 155]
-    )
-
-
-def tampered_seed(record):
-    seed = record["rounds"][0]["seed"]
-    record["rounds"][0]["seed"] = ("0" if seed[0] != "0" else "1") + seed[1:]
-
-
-def tampered_commitment(record):
-    commitment = record["rounds"][0]["commitment"]
-    record["rounds"][0]["commitment"] = ("0" if commitment[0] != "0" else "1") + commitment[1:]
-
-
-def deal_not_from_seed(record):
-    hands = record["rounds"][0]["hands"]
-    hands[0][0], hands[1][0] = hands[1][0], hands[0][0]
-
-
-def missing_auto_pass(record):
-    for round_record, index, event in events_of(record):
-        if event["type"] == "pass":
-            del round_record["events"][index]
-            return
-    raise StopIteration
-
-
-def unexpected_pass(record):
-    round_record, index, event = first_play_of_a_turn(record)
-    round_record["events"].insert(
-        index,
-        {
-            "seq": event["seq"],
-            "type": "pass",
-            "seat": event["seat"],
-            "at_ms": event["at_ms"],
-            "auto": True,
-        },
-    )
-
-
-def unexpected_auto_play(record):
-    _, _, event = first_play_of_a_turn(record)
-    event["auto"] = True
-
-
-CORRUPTIONS = [
-    (wrong_points, "play: points should be"),
-    (wrong_balance, "play: balances should be"),
-    (wrong_bank, "play: banks_ms should be"),
-    (wrong_ends, "play: ends should be"),
-    (illegal_placement, "(place_not_open)"),
-    (mismatched_halves, "(halves_do_not_match)"),
-    (illegal_draw, "draw is illegal here: you can play, so you may not draw (can_play)"),
-    (draw_again_after_a_fitting_draw, "(must_play_drawn)"),
-    (another_tile_after_a_fitting_draw, "(must_play_drawn)"),
-    (not_the_rank_opening_tile, "(wrong_opening_tile)"),
-    (wrong_opener, "(not_your_turn)"),
-    (wrong_opening_kind, "opening: expected 'rank', recorded 'auction'"),
-    (wrong_jockey, "jockey: expected"),
-    (wrong_payment, "accept: paid should be"),
-    (wrong_winner, "result: expected"),
-    (wrong_reason, "result: expected"),
-    (wrong_status, "status: expected 'finished', recorded 'live'"),
-    (wrong_final_balances, "balances: expected"),
-    (tampered_seed, "the seed does not match the commitment"),
-    (tampered_commitment, "the seed does not match the commitment"),
-    (deal_not_from_seed, "the deal does not follow from the seed"),
-    (missing_auto_pass, "pass"),
-    (unexpected_pass, "unexpected pass: the rules did not call for it here"),
-    (unexpected_auto_play, "unexpected play"),
-]
-
-
-def corrupted(corruption) -> tuple[dict, list[Problem]]:
-    """The first simulated record the corruption applies to, corrupted, and its problems."""
-    for record in pool():
-        try:
-            corruption(record)
-        except (StopIteration, TypeError):
-            continue
-        return record, audit(record)[1]
-    raise AssertionError(f"no simulated record to corrupt with {corruption.__name__}")
+from .corruptions import (
+    CORRUPTIONS,
+    FAIRNESS_CORRUPTIONS,
+    corrupted,
+    deal_not_from_seed,
+    wrong_points,
+)
+from .drive import play_match
+from .records import events_of, pool
 
 
 def test_every_simulated_record_checks_clean():
@@ -322,3 +112,83 @@ def test_audit_shows_each_step_to_an_observer():
     assert len(deals) == len(record["rounds"])
     assert [step[1] for step in steps if step[1] is not None] == events
     assert steps[-1][2] == replay(record)
+
+
+# --- the fairness proof, apart from the rules ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "corruption, message",
+    FAIRNESS_CORRUPTIONS,
+    ids=[c.__name__ for c, _ in FAIRNESS_CORRUPTIONS],
+)
+def test_a_deal_the_fairness_proof_does_not_bear_out_is_reported_as_such(corruption, message):
+    _, problems = corrupted(corruption)
+    found = [p for p in problems if message in str(p)]
+    assert found and all(p.about == "fairness" for p in found), problems
+
+
+def test_a_seed_only_round_still_verifies_the_old_way():
+    record = play_match(4, bots=("greedy", "greedy")).record
+    assert all("contributions" not in r for r in record["rounds"])
+    assert audit(record)[1] == []
+    deal_not_from_seed(record)
+    assert ("fairness", "the deal does not follow from the seed") in [
+        (p.about, p.message) for p in audit(record)[1]
+    ]
+
+
+def test_a_record_without_seeds_has_its_rules_checked_and_its_proof_reported_missing():
+    record = pool()[0]
+    for round_record in record["rounds"]:
+        round_record["seed"] = None
+    _, problems = audit(record)
+    assert problems and {p.about for p in problems} == {"fairness"}
+    assert all("its seed was not revealed" in p.message for p in problems)
+
+
+def test_withheld_tiles_are_said_to_be_unchecked():
+    record = next(r for r in pool() if len(r["rounds"]) > 1)
+    record["rounds"][-1]["hands"] = None
+    _, problems = audit(record)
+    assert [p.about for p in problems] == ["unchecked"]
+
+
+# --- what ARCHIVE.md requires, and nothing more ---------------------------------------------------
+
+OPTIONAL = ("auto", "banks_ms", "winner", "source")
+
+
+def strip_optional_fields(record):
+    for _, _, event in events_of(record):
+        for key in OPTIONAL:
+            if key not in REQUIRED_FIELDS.get(event["type"], ()):
+                event.pop(key, None)
+
+
+def test_a_record_with_only_the_required_fields_checks_clean():
+    for record in pool()[:12]:
+        strip_optional_fields(record)
+        assert audit(record)[1] == []
+
+
+@pytest.mark.parametrize(
+    "kind, key, wrong",
+    [("settle", "winner", 1), ("timeout", "banks_ms", [1, 1]), ("offer", "banks_ms", [0, 0])],
+)
+def test_a_field_that_is_not_required_is_checked_when_present(kind, key, wrong):
+    def corruption(record):
+        _, _, event = next(e for e in events_of(record) if e[2]["type"] == kind and key in e[2])
+        event[key] = wrong if event[key] != wrong else 0
+
+    _, problems = corrupted(corruption)
+    assert any(f"{kind}: {key} should be" in str(p) for p in problems), problems
+
+
+def test_a_required_field_that_is_missing_is_a_problem():
+    def corruption(record):
+        _, _, event = next(e for e in events_of(record) if e[2]["type"] == "accept")
+        del event["paid"]
+
+    _, problems = corrupted(corruption)
+    assert any("accept: paid should be" in str(p) and "(absent)" in str(p) for p in problems)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from engine import ClockConfig, next_round
+from engine import ClockConfig, Flagged, apply, device_holder, next_round, starter, view
 
 from .builders import auction_table, deal, play_cmd, table
 
@@ -73,10 +73,24 @@ def test_the_deadline_is_turn_start_plus_delay_plus_bank():
     assert game.state.deadline_ms == game.now + DELAY + BANK
 
 
-def test_a_command_arriving_exactly_at_the_deadline_is_late():
+def test_a_command_arriving_exactly_at_the_deadline_is_flagged_and_loses_on_time_then():
     game = table([(6, 6), (0, 1)], [(0, 6), (1, 2)])
     game.start()
-    game.reject(0, play_cmd((6, 6)), "time_over", after_ms=DELAY + BANK)
+    deadline = game.state.deadline_ms
+    state, events = flagged = apply(game.state, 0, play_cmd((6, 6)), deadline)
+    assert isinstance(flagged, Flagged)
+    assert [(e["type"], e["seat"], e["at_ms"]) for e in events] == [("timeout", 0, deadline)]
+    assert (state.result.winner, state.result.reason) == (1, "time")
+    assert (0, 0) == (state.banks_ms[0], len(state.layout.placements))
+
+
+def test_a_late_command_is_flagged_before_its_own_rules_are_read():
+    game = table([(6, 6), (0, 1)], [(0, 6), (1, 2)])
+    game.start()
+    late = game.state.deadline_ms + 5_000
+    assert isinstance(apply(game.state, 0, {"type": "play", "tile": "garbage"}, late), Flagged)
+    # Only the player whose clock ran out is flagged; the other one is simply not to act.
+    game.reject(1, play_cmd((0, 6)), "not_your_turn", after_ms=late - game.now)
 
 
 def test_a_command_arriving_1_ms_before_the_deadline_is_accepted_with_1_ms_left():
@@ -178,3 +192,30 @@ def test_a_draw_in_pass_and_play_keeps_the_device_with_the_drawer():
     game.start()
     game.draw(1)
     assert (game.state.phase, game.state.decider) == ("play", 1)
+
+
+def test_a_forced_waive_at_start_hands_the_device_to_the_jockey_before_their_clock_runs():
+    # The jockey's opponent cannot afford the smallest offer: the engine waives for them at
+    # Start, and the opening passes to the jockey, who has not seen the device yet.
+    game = auction_table(
+        [(6, 6), (0, 1)], [(5, 5), (0, 2)], jockey=0, balances=(290, 10), hotseat=True
+    )
+    assert starter(game.state) == 1
+    start, waive = game.start()
+    assert (waive["type"], waive["seat"], waive.get("auto")) == ("waive", 1, True)
+    assert (game.state.phase, game.state.resume_phase, game.state.decider) == (
+        "handover",
+        "play",
+        0,
+    )
+    assert view(game.state, 0)["hand"] is None and game.state.deadline_ms is None
+    assert starter(game.state) == 0 == device_holder(game.state)
+    game.start(after_ms=15_000)  # the jockey takes the device and reveals 15 s later
+    (play,) = game.play(0, (6, 6), after_ms=DELAY)
+    assert play["banks_ms"] == [BANK, BANK]
+
+
+def test_a_forced_waive_in_an_online_match_needs_no_hand_over():
+    game = auction_table([(6, 6), (0, 1)], [(5, 5), (0, 2)], jockey=0, balances=(290, 10))
+    game.start()
+    assert (game.state.phase, game.state.decider) == ("play", 0)

@@ -3,7 +3,7 @@
 import pytest
 
 from engine.layout import Counted, Layout
-from engine.rules import round_to_5
+from engine.scoring import round_to_5
 
 from .builders import auction_table
 

@@ -44,9 +44,10 @@ def check_invariants(before, seat, command, after, events):
     hotseat=st.booleans(),
     slow=st.sampled_from([0.0, 0.01, 0.05]),
     quit=st.sampled_from([0.0, 0.002]),
+    fair=st.booleans(),
 )
 def test_every_match_ends_conserving_300_points_and_replays_to_the_same_state(
-    seed, bots, hotseat, slow, quit
+    seed, bots, hotseat, slow, quit, fair
 ):
     played = play_match(
         seed,
@@ -55,6 +56,7 @@ def test_every_match_ends_conserving_300_points_and_replays_to_the_same_state(
         slow_chance=slow,
         quit_chance=quit,
         on_step=check_invariants,
+        fair=fair,
     )
     assert played.state.phase == FINISHED
     assert played.record["status"] in ("finished", "void")

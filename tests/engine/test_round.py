@@ -150,7 +150,14 @@ def test_a_block_pays_the_lighter_hand_the_heavier_sum_rounded_to_5(
         points,
         balances,
     )
-    assert game.state.phase == "settled" and game.state.settlement == settle
+    settlement = game.state.settlement
+    assert game.state.phase == "settled" and {**settlement, **settle} == settlement
+    # The settlement panel's story: both final hands, the final layout, the rounding, the cap.
+    assert settlement["hands"] == [[list(t) for t in hand] for hand in game.state.hands]
+    assert settlement["layout"] == game.state.layout.to_view()
+    heavier = max(settle["pips"])
+    expected_rounded = None if winner is None else (heavier + 2) // 5 * 5
+    assert (settlement["rounded"], settlement["owed"]) == (expected_rounded, expected_rounded or 0)
     after = next_round(game.state, deal([(1, 1)], [(2, 2)]))
     assert (after.opening, after.jockey, after.round_no) == ("rank", None, 2)
 

@@ -23,9 +23,11 @@ def assert_view_hides_secrets(state: MatchState, seat) -> dict:
     """The view for ``seat`` shows the layout and at most that seat's own hand: no opponent's
     tile, no boneyard tile, no seed."""
     seen = view(state, seat)
-    # The settlement shows a round that is over, both hands face up: nothing of it is secret.
-    text = json.dumps({name: value for name, value in seen.items() if name != "settlement"})
-    shows_hand = seat is not None and state.phase != "handover"
+    # The last settlement shows a finished round's hands: never the round being played.
+    settlement = seen["settlement"]
+    assert settlement is None or state.round_over or settlement["round"] < state.round_no
+    text = json.dumps({**seen, "settlement": None})
+    shows_hand = seat is not None and state.phase not in ("handover", "dealing")
     own = set(state.hands[seat]) if shows_hand else set()
     assert seen["hand"] == ([list(t) for t in state.hands[seat]] if shows_hand else None)
     assert tiles_in(text) <= {p.tile for p in state.layout.placements} | own
@@ -33,6 +35,8 @@ def assert_view_hides_secrets(state: MatchState, seat) -> dict:
         if other != seat and state.hands[other]:
             assert json.dumps([list(t) for t in state.hands[other]]) not in text
     assert "boneyard" not in seen and "seed" not in seen
+    if state.phase == "dealing":
+        assert [c["value"] for c in seen["contributions"]] == [None, None]
     if state.deal.seed:
         assert state.deal.seed not in text
     return seen

@@ -8,8 +8,8 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 import engine
+from clients.match_client import MatchClient
 from matches import services, timekeeping
-from matches.botclient import MatchClient
 from matches.models import Match
 from matches.selectors import match_record
 

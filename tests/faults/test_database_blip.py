@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 
 import engine
-from matches.botclient import choose
+from clients.match_client import choose
 from matches.models import Match
 from scripts.proc import Supervisor
 from tests.faults.play import audited, new_match, seated, started

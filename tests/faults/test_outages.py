@@ -14,9 +14,9 @@ import pytest
 
 import engine
 from config.env import redis_channel_layers
-from config.redis_clients import reset_clients
 from matches import tasks, timekeeping, webbeats
 from matches.models import Match, TimingFault
+from realtime.redis_clients import reset_clients
 from scripts.proc import Supervisor, wait_until
 from tests.faults.play import audited, new_match, seated, started
 from tests.matches.conftest import FAST

@@ -16,7 +16,7 @@ import signal
 import pytest
 
 import engine
-from matches.botclient import play_match
+from clients.match_client import play_match
 from matches.models import Match, TimingFault
 from scripts.proc import Supervisor
 from tests.faults.play import audited, new_match, seated

@@ -1,4 +1,4 @@
-"""The shared guard of every WebSocket (config/sockets.py) and the Redis pools behind it."""
+"""The shared guard of every WebSocket (realtime/sockets.py) and the Redis pools behind it."""
 
 import asyncio
 import json
@@ -7,9 +7,9 @@ import random
 import pytest
 import redis
 
-from config import redis_clients
-from config.redis_clients import PoolBusy
-from config.sockets import BadFrame, json_depth, origin_allowed, parse_frame
+from realtime import redis_clients
+from realtime.redis_clients import PoolBusy
+from realtime.sockets import BadFrame, json_depth, origin_allowed, parse_frame
 
 # --- frames ------------------------------------------------------------------------------------
 
@@ -159,7 +159,7 @@ async def test_a_busy_async_pool_answers_pool_busy_and_a_dead_redis_does_not(tin
 async def test_a_socket_kept_open_keeps_its_place_under_the_cap_for_longer_than_the_stale_time(
     settings, monkeypatch
 ):
-    from config.sockets import ConnectionCaps
+    from realtime.sockets import ConnectionCaps
 
     settings.WS_MAX_CONNECTIONS_PER_ADDRESS, settings.WS_MAX_CONNECTIONS_PER_USER = 1, 1
     monkeypatch.setattr(ConnectionCaps, "STALE_MS", 300)

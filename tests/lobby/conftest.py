@@ -1,6 +1,6 @@
 import pytest
 
-from config.redis_clients import sync_redis
+from realtime.redis_clients import sync_redis
 from tests.accounts.factories import fast_password_hashing
 
 

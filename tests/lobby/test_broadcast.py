@@ -4,9 +4,9 @@ import uuid
 
 import pytest
 
-from config.redis_clients import sync_redis
 from lobby import broadcast
 from lobby.broadcast import next_seq
+from realtime.redis_clients import sync_redis
 
 
 @pytest.fixture(autouse=True)

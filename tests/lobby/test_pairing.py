@@ -75,6 +75,6 @@ def test_the_beat_task_pairs_on_the_time_authoritys_clock(monkeypatch):
     ann, bob = make_user("ann", rating=1500), make_user("bob", rating=1700)
     services.quick_join(user=ann, now_ms=T)
     services.quick_join(user=bob, now_ms=T)
-    monkeypatch.setattr("matches.timekeeping.now_ms", lambda: T + 5000)
+    monkeypatch.setattr("lobby.tasks.now_ms", lambda: T + 5000)
     assert tasks.quick_pair() == 1
     assert not QuickEntry.objects.exists()

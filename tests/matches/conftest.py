@@ -124,7 +124,7 @@ class Table:
             state = self.state
             if state.result is not None or done(state):
                 return state
-            if state.phase in services.READY_PHASES:
+            if engine.starter(state) is not None:
                 self.start(after_ms=step_ms)
             else:
                 self.decide(after_ms=step_ms, bot=bot, rng=rng)
@@ -193,9 +193,9 @@ def reproducible_deals(monkeypatch):
 @pytest.fixture
 def present():
     """Mark seats as connected in the presence registry (as the consumer does), undone after."""
-    from config.presence import wall_ms
-    from config.redis_clients import sync_redis
     from matches.presence import SEATS, subject
+    from realtime.presence import wall_ms
+    from realtime.redis_clients import sync_redis
 
     keys = []
 

@@ -8,10 +8,10 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
-from config.redis_clients import sync_redis
 from config.routing import websocket_urlpatterns
 from matches import broadcast, services, timekeeping
 from matches.models import Match
+from realtime.redis_clients import sync_redis
 from tests.accounts.factories import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -95,7 +95,7 @@ async def test_a_broadcast_in_order_is_forwarded_as_it_is():
 
 
 async def test_a_socket_joins_its_group_again_after_redis_lost_it(monkeypatch):
-    from config.sockets import ConnectionCaps
+    from realtime.sockets import ConnectionCaps
 
     monkeypatch.setattr(ConnectionCaps, "REFRESH_S", 0.05)
     match = await new_match()

@@ -10,9 +10,9 @@ import uuid
 import pytest
 from django.db import transaction
 
-from config.redis_clients import sync_redis
 from matches import services, timekeeping
 from matches.models import Match
+from realtime.redis_clients import sync_redis
 
 
 def arrivals_key(match) -> str:

@@ -9,9 +9,9 @@ import pytest
 from channels.db import database_sync_to_async
 
 import engine
-from config.redis_clients import sync_redis
 from matches import deadlines, scheduler, services, tasks, timekeeping
 from matches.models import Match, TimingFault
+from realtime.redis_clients import sync_redis
 
 pytestmark = pytest.mark.django_db
 GRACE = 20_000

@@ -44,8 +44,8 @@ def assert_rejected(table: Table, seat, command, code: str, *, user=None) -> Non
             arrival_ms=table.now + 100,
             cseq=cseq,
         )
-    assert caught.value.code == code, caught.value.reason
-    assert caught.value.reason
+    assert caught.value.code == code, caught.value.message
+    assert caught.value.message
     assert snapshot(table) == before
 
 
@@ -462,8 +462,8 @@ def test_an_authority_unreachable_for_longer_than_the_tolerance_voids(table, set
 
 
 def test_one_failed_read_during_an_outage_the_web_processes_saw_is_confirmed(table):
-    from config.redis_clients import sync_redis
     from matches import webbeats
+    from realtime.redis_clients import sync_redis
 
     table.start()
     fault = report(table)
@@ -479,8 +479,8 @@ def test_one_failed_read_during_an_outage_the_web_processes_saw_is_confirmed(tab
 
 
 def test_an_unreachable_authority_is_not_judged_until_the_web_processes_beat_again(table):
-    from config.redis_clients import sync_redis
     from matches import webbeats
+    from realtime.redis_clients import sync_redis
 
     table.start()
     fault = report(table)

@@ -4,9 +4,9 @@
 import random
 
 import engine
-from config.redis_clients import sync_redis
 from matches import services, webbeats
 from matches.models import TimingFault
+from realtime.redis_clients import sync_redis
 
 from .conftest import T0
 

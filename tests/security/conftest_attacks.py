@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import websockets
 
-from matches.botclient import MatchClient, origin_of, ws_url_of
+from clients.match_client import MatchClient, origin_of, ws_url_of
 from scripts.proc import Supervisor
 from tests.support.servers import ROOT, server_environment, start_celery_worker, start_daphne
 
@@ -126,7 +126,7 @@ async def connect(
 async def match_client(
     base_url: str, match_id, *, sessionid: str, source: str | None = None, name: str = ""
 ) -> MatchClient:
-    """A player's MatchClient (matches/botclient.py) from ``source``, once it has the state."""
+    """A player's MatchClient (clients/match_client.py) from ``source``, once it has the state."""
     ws = await connect(ws_url_of(base_url, match_id), base_url, sessionid=sessionid, source=source)
     client = MatchClient(ws, name=name)
     await client.wait_for(lambda c: c.state is not None)

@@ -25,8 +25,8 @@ from django.contrib.auth import get_user_model
 
 import engine
 from accounts.models import RatingChange
+from clients.match_client import MatchClient, choose
 from matches import services, timekeeping
-from matches.botclient import STANDING_PHASES, MatchClient, choose
 from matches.models import Match, TimingFault
 from matches.selectors import match_state
 from tests.matches.conftest import (  # noqa: F401
@@ -116,11 +116,10 @@ async def keep_playing(client: MatchClient, stop: asyncio.Event, seed: int, log:
         if stop.is_set() or client.over:
             return
         acted_at = client.state["seq"]
-        view = client.view
-        if view["phase"] in STANDING_PHASES:
+        if client.clocks_stand:
             command = {"type": "start"}
         else:
-            command = choose(view, "random", rng)
+            command = choose(client.view, "random", rng)
         reply = await send_command(client, command, log)
         if reply is None:
             return  # unanswered: reported by the test

@@ -55,11 +55,11 @@ from hypothesis import strategies as st
 
 import engine
 from config.asgi import application
-from config.redis_clients import sync_redis
 from lobby.models import Challenge, QuickEntry, Seek
 from matches import services, timekeeping
 from matches.models import Match
 from matches.selectors import match_record
+from realtime.redis_clients import sync_redis
 
 FRAMES_PER_KIND = int(os.environ.get("FUZZ_FRAMES", 10_000))
 TIME_LIMIT_S = 480  # per kind: a run that cannot send its frames in time fails the count test
@@ -753,7 +753,7 @@ class MatchFuzz:
         self.report.answers[answer_label(message)] += 1
         code = message.get("code") if message.get("type") == "error" else None
         if code == "internal_error":
-            self.report.violate(ANSWERED, f"{label}: internal_error {message.get('reason')!r}")
+            self.report.violate(ANSWERED, f"{label}: internal_error {message.get('message')!r}")
         if shape.kind == "too_large" or (shape.kind == "binary_large" and code == "too_large"):
             await self.expect_too_large(role, message, label)
         elif shape.kind in ("junk", "binary", "binary_large"):
@@ -808,7 +808,7 @@ class MatchFuzz:
                 ANSWERED, f"{label}: answered {json.dumps(message)[:200]}, not {sorted(codes)}"
             )
             return False
-        if not {"type", "cseq", "code", "reason"} <= set(message):
+        if not {"type", "cseq", "code", "message"} <= set(message):
             self.report.violate(
                 ANSWERED, f"{label}: the error lacks type/cseq/code/reason: {message}"
             )

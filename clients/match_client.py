@@ -2,9 +2,9 @@
 
 ``MatchClient`` keeps the latest state message, every event in order (asking for a resync when
 it sees a gap) and the replies to its commands. ``choose`` picks a decision from a seat's view
-alone: ``random`` among the legal ones, or ``greedy`` (the most points now, by playing each
-candidate on the layout rebuilt from the view). ``play_match`` plays a whole match with them.
-The ``botmatch`` command, the end-to-end tests and load tools share it.
+alone: ``random`` among the legal ones, or ``greedy`` (engine.GreedyBot's choices, made from the
+scores and costs the view carries: a client does no rules arithmetic). ``play_match`` plays a
+whole match with them. The ``botmatch`` command, the end-to-end tests and load tools share it.
 """
 
 from __future__ import annotations
@@ -16,17 +16,12 @@ from urllib.parse import urlsplit
 
 import websockets
 
-from engine.bots import points_for
-from engine.layout import Layout, Placement
-from engine.rules import net_payment
+from engine.bots import BOTS
 
-RUNNING_PHASES = ("auction", "play")
-STANDING_PHASES = ("ready", "handover")
 RATE_LIMITED_BACKOFF_S = 0.2  # the server refills 10 messages a second
 # Nothing changed: decide again (stale_cseq: with a cseq above the one another device used).
 RETRY_CODES = ("rate_limited", "busy", "time_unavailable", "unavailable", "stale_cseq")
 STALE_AFTER_S = 2.0  # a wait this long without news: ping, in case a broadcast was lost
-GREEDY_TEMPO = 10  # what opening a round is worth beyond its score (as engine.GreedyBot)
 
 
 def ws_url_of(base_url: str, match_id) -> str:
@@ -235,87 +230,25 @@ class MatchClient:
         """Is there something this seat should do now (press Start, or decide)?"""
         if self.state is None or self.over or self.seat is None:
             return False
-        view = self.view
-        if view["phase"] in STANDING_PHASES:
-            return self.state.get("starter") == self.seat
-        return view["phase"] in RUNNING_PHASES and view["to_act"] == self.seat
+        if self.clocks_stand:
+            return self.state["starter"] == self.seat
+        return self.view["clock"]["running"] and self.view["to_act"] == self.seat
+
+    @property
+    def clocks_stand(self) -> bool:
+        """The clocks stand until someone presses Start (the server names who: ``starter``)."""
+        return self.state is not None and self.state["starter"] is not None
 
 
 # --- choosing from a view ----------------------------------------------------------------
 
 
-def layout_from_view(layout: dict) -> Layout:
-    """The engine's layout rebuilt from the public ``view["layout"]`` (no secrets needed)."""
-    placements = tuple(
-        Placement(
-            tuple(t["tile"]),
-            None if t["place"] is None else (tuple(t["place"]["tile"]), t["place"]["side"]),
-            t["joined"],
-        )
-        for t in layout["tiles"]
-    )
-    open_places = tuple((tuple(p["tile"]), p["side"], p["value"]) for p in layout["places"])
-    spinner = None if layout["spinner"] is None else tuple(layout["spinner"])
-    return Layout(placements, open_places, spinner)
-
-
-def play_options(view: dict) -> list[tuple[list, dict | None]]:
-    return [
-        (option["tile"], place) for option in view["legal"]["plays"] for place in option["places"]
-    ]
-
-
 def choose(view: dict, strategy: str, rng: random.Random) -> dict:
-    """A decision for the seat whose view this is (it must be that seat's turn)."""
-    if strategy not in ("random", "greedy"):
+    """A decision for the seat whose view this is (it must be that seat's turn), by the engine's
+    bot of that name, from the view alone."""
+    if strategy not in BOTS:
         raise ValueError(f"no strategy {strategy!r}")
-    legal = view["legal"]
-    if view["phase"] == "auction":
-        return _greedy_bid(view) if strategy == "greedy" else _random_bid(legal, rng)
-    options = play_options(view)
-    if not options:
-        return {"type": "draw"}
-    if strategy == "random":
-        tile, place = rng.choice(options)
-    else:
-        layout = layout_from_view(view["layout"])
-        tile, place = max(options, key=lambda option: _play_value(layout, *option))
-    return {"type": "play", "tile": tile, "place": place}
-
-
-def _play_value(layout: Layout, tile: list, place: dict | None) -> tuple:
-    tile = tuple(tile)
-    if place is None:
-        after = layout.open_with(tile)
-    else:
-        spot = (tuple(place["tile"]), place["side"])
-        after = layout.play(tile, spot, layout.open_value(spot))
-    return (points_for(after.end_total()), tile[0] + tile[1], tile)
-
-
-def _random_bid(legal: dict, rng: random.Random) -> dict:
-    offers = legal["offer"]
-    if offers and rng.random() < 0.5:
-        return {
-            "type": "offer",
-            "amount": rng.randrange(offers["min"], offers["max"] + 1, offers["step"]),
-        }
-    return {"type": "waive" if legal["waive"] else "accept"}
-
-
-def _greedy_bid(view: dict) -> dict:
-    """Offer what opening is worth to this hand (never the whole balance), else waive/accept."""
-    legal, seat = view["legal"], view["seat"]
-    worth = GREEDY_TEMPO + max(
-        points_for(Layout().open_with(tuple(t)).end_total()) for t in view["hand"]
-    )
-    offers = legal["offer"]
-    if offers:
-        for amount in range(offers["min"], offers["max"] + 1, offers["step"]):
-            cost = net_payment(view["jockey"], seat, amount)
-            if cost < view["balances"][seat] and cost <= worth:
-                return {"type": "offer", "amount": amount}
-    return {"type": "waive" if legal["waive"] else "accept"}
+    return BOTS[strategy]().choose_from_view(view, rng)
 
 
 async def _wait_for_turn(client: MatchClient, acted_at, timeout: float) -> None:
@@ -354,7 +287,7 @@ async def play_match(
         acted_at = client.state["seq"]
         if pace_ms:
             await asyncio.sleep(pace_ms / 1000)
-        if client.view["phase"] in STANDING_PHASES:
+        if client.clocks_stand:
             command = {"type": "start"}
         else:
             command = choose(client.view, strategy, rng)

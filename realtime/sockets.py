@@ -24,9 +24,10 @@ from django.db import DatabaseError
 from django.http.request import split_domain_port, validate_host
 from redis.exceptions import RedisError
 
-from config.presence import wall_ms
-from config.ratelimit import TokenBucket
-from config.redis_clients import PoolBusy, async_redis
+from engine import Rejection
+from realtime.presence import wall_ms
+from realtime.ratelimit import TokenBucket
+from realtime.redis_clients import PoolBusy, async_redis
 
 log = logging.getLogger(__name__)
 
@@ -224,8 +225,8 @@ class GuardedJsonConsumer(AsyncWebsocketConsumer):
 
     Subclasses implement ``opening`` (look up what the connection is for; return a close code to
     refuse it), ``opened`` (join groups, send the first state), ``closing`` and ``handle`` (one
-    parsed message), and say how an error reads (``error_message``). ``budget`` is the message
-    budget of the connection (called after ``opening``).
+    parsed message), and say what an error echoes of the refused message (``error_context``).
+    ``budget`` is the message budget of the connection (called after ``opening``).
     """
 
     async def websocket_connect(self, message):
@@ -362,8 +363,15 @@ class GuardedJsonConsumer(AsyncWebsocketConsumer):
         except Exception:  # the client has gone (autobahn's Disconnected): its disconnect follows
             pass
 
-    async def send_error(self, content: dict, code: str, text: str) -> None:
-        await self.send_json(self.error_message(content, code, text))
+    async def send_error(self, content: dict, code: str, message: str, **details) -> None:
+        await self.send_rejection(content, Rejection(code, message, **details))
+
+    async def send_rejection(self, content: dict, rejection: Rejection) -> None:
+        """Every refusal has one shape: ``{"type": "error", "code", "message", **details}``, plus
+        what the socket adds to tie it to the refused message (``error_context``)."""
+        await self.send_json(
+            {"type": "error", **rejection.as_dict(), **self.error_context(content)}
+        )
 
     def _log_failure(self, where: str) -> None:
         """The first failure of a connection is logged with its traceback; later ones are only
@@ -393,8 +401,9 @@ class GuardedJsonConsumer(AsyncWebsocketConsumer):
         """The channel-layer groups this socket belongs to (joined in ``opened``)."""
         return []
 
-    def error_message(self, content: dict, code: str, text: str) -> dict:
-        return {"type": "error", "code": code, "message": text}
+    def error_context(self, content: dict) -> dict:
+        """Fields of the refused message that its error echoes (a command's cseq, say)."""
+        return {}
 
 
 def _peek(text_data: str | None) -> dict:

@@ -1,11 +1,13 @@
 """``python manage.py botmatch``: computer players play whole matches through the running
-server exactly as people would: they sign in over HTTP, meet through the lobby, and send every
-command over the match WebSocket, choosing from what their own seat is told."""
+server exactly as people would: they sign in over HTTP, meet through the lobby's WebSocket (one
+offers a seek, the other accepts it), send every command over the match WebSocket, choosing
+from what their own seat is told, and read the record back from the REST API to audit it."""
 
 from __future__ import annotations
 
 import asyncio
 import http.cookiejar
+import json
 import random
 import secrets
 import urllib.parse
@@ -15,11 +17,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 import engine
-from lobby import services as lobby
-from matches import services, timekeeping
-from matches.botclient import MatchClient, play_match
-from matches.models import Match
-from matches.selectors import live_match_for, match_record
+from clients.lobby_client import LobbyClient, LobbyRefused
+from clients.match_client import MatchClient, play_match
 
 
 class Command(BaseCommand):
@@ -46,27 +45,22 @@ class Command(BaseCommand):
         url = url.rstrip("/")
         players = [bot_account(1), bot_account(2)]
         broken = 0
-        for number in range(matches):
-            sessions = {
-                player.pk: sign_in(url, player.username, player.password_once) for player in players
-            }
-            for player in players:
-                resign_leftover(player)
+        for _ in range(matches):
+            sessions = [sign_in(url, p.username, p.password_once) for p in players]
             try:
-                seek = lobby.seek_create(user=players[number % 2], rated=False)
-                match = lobby.seek_accept(user=players[1 - number % 2], seek_id=seek.pk)
-            except lobby.LobbyError as exc:
+                match_id = asyncio.run(meet(url, sessions, timeout))
+            except LobbyRefused as exc:
                 raise CommandError(f"the lobby refused: {exc}") from None
-            cookies = [sessions[match.player0_id], sessions[match.player1_id]]
-            asyncio.run(play_both(url, match.pk, cookies, bots, pace_ms, timeout))
-            match = Match.objects.get(pk=match.pk)
-            _, problems = engine.audit(match_record(match))
+            asyncio.run(play_both(url, match_id, sessions, bots, pace_ms, timeout))
+            record = fetch_json(f"{url}/api/matches/{match_id}/")
+            _, problems = engine.audit(record)
             broken += bool(problems)
-            balances = match.record["balances"]
+            outcome = record["result"] or {}
             result = (
-                f"{match.status}: seat {match.winner} won ({match.reason}), balances {balances}"
+                f"{record['status']}: seat {outcome.get('winner')} won ({outcome.get('reason')}), "
+                f"balances {record['balances']}"
             )
-            self.stdout.write(f"{match.pk} {result}; replay {'OK' if not problems else problems}")
+            self.stdout.write(f"{match_id} {result}; replay {'OK' if not problems else problems}")
         if broken:
             raise CommandError(f"{broken} match record(s) do not replay cleanly")
 
@@ -82,16 +76,51 @@ def bot_account(number: int):
     return user
 
 
-def resign_leftover(player) -> None:
-    """A match left live by an interrupted run would keep the bot out of the lobby: resign it."""
-    match = live_match_for(player)
-    if match is not None:
-        services.match_submit(
-            match_id=match.pk,
-            user=player,
-            command={"type": "resign"},
-            arrival_ms=timekeeping.now_ms(),
+async def meet(url: str, sessions: list[str], timeout: float) -> str:
+    """The first player offers a seek, the second accepts it; returns the new match's id. A
+    match left live by an interrupted run is resigned first (it keeps its player out of the
+    lobby)."""
+    lobbies = [await LobbyClient.connect(url, sessionid=session) for session in sessions]
+    try:
+        for lobby, session in zip(lobbies, sessions, strict=True):
+            await resign_leftover(url, lobby, session, timeout)
+        offerer, acceptor = lobbies
+        await offerer.request({"type": "seek_create", "rated": False}, timeout)
+        me = (await offerer.wait_for(lambda m: m["type"] == "personal", timeout))["me"]
+        lobby = await acceptor.wait_for(
+            lambda m: (
+                m["type"] == "lobby"
+                and any(seek["owner"]["username"] == me["username"] for seek in m["seeks"])
+            ),
+            timeout,
         )
+        seek = next(s for s in lobby["seeks"] if s["owner"]["username"] == me["username"])
+        await acceptor.request({"type": "seek_accept", "seek_id": seek["id"]}, timeout)
+        started = await acceptor.wait_for(lambda m: m["type"] == "match_started", timeout)
+        return started["match_id"]
+    finally:
+        for lobby in lobbies:
+            await lobby.close()
+
+
+async def resign_leftover(url: str, lobby: LobbyClient, session: str, timeout: float) -> None:
+    personal = await lobby.wait_for(lambda m: m["type"] == "personal", timeout)
+    if personal["live_match"] is None:
+        return
+    match_id = personal["live_match"].rstrip("/").rsplit("/", 1)[-1]
+    client = await MatchClient.connect(url, match_id, sessionid=session, name="leftover")
+    try:
+        await client.wait_for(lambda c: c.state is not None, timeout)
+        await client.command({"type": "resign"})
+        await client.wait_for(lambda c: c.over, timeout)
+    finally:
+        await client.close()
+    await lobby.wait_for(lambda m: m["type"] == "personal" and m["live_match"] is None, timeout)
+
+
+def fetch_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return json.load(response)
 
 
 def sign_in(url: str, username: str, password: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from config.redis_clients import async_redis, sync_redis
+from realtime.redis_clients import async_redis, sync_redis
 
 
 def wall_ms() -> int:

@@ -1,0 +1,208 @@
+"""The computer at the table (matches/computer.py): it plays server-side through the match
+service like anyone, from its own view only, once per queued turn; and end to end, a person
+plays a whole rated match against it through a real Daphne and a real Celery worker."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import replace
+
+import pytest
+
+import engine
+from accounts.services import AccountError, computer_player, user_register
+from clients.match_client import MatchClient, play_match
+from lobby import services as lobby
+from matches import computer, services, timekeeping
+from matches.models import Match
+from matches.selectors import match_state
+
+from .conftest import session_cookie
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def queued(monkeypatch):
+    """The computer turns the service queues, in order (the test plays the worker's part)."""
+    turns: list[tuple[str, int]] = []
+    monkeypatch.setattr(services, "queue_computer_turn", lambda *turn: turns.append(turn))
+    return turns
+
+
+@pytest.fixture
+def after_commit(django_capture_on_commit_callbacks):
+    """Run a service call and what it does after commit (broadcasts, queued turns)."""
+
+    def run(call, **kwargs):
+        with django_capture_on_commit_callbacks(execute=True):
+            return call(**kwargs)
+
+    return run
+
+
+def versus_computer(make_user, level="greedy", *, rated=False, run=None):
+    person = make_user(on_ladder=True)
+    start = lobby.computer_start
+    kwargs = {"user": person, "level": level, "rated": rated}
+    match = run(start, **kwargs) if run else start(**kwargs)
+    return person, Match.objects.get(pk=match.pk)
+
+
+def test_playing_the_computer_makes_a_match_against_its_account(make_user):
+    person, match = versus_computer(make_user, "expert", rated=True)
+    bot = computer_player(level="expert")
+    assert {match.player0_id, match.player1_id} == {person.pk, bot.pk}
+    assert match.rated and match.computer_seat == match.seats_of(bot)[0]
+    players = match.record["players"]
+    assert [p["computer"] for p in players] == [
+        "expert" if p["username"] == bot.username else None for p in players
+    ]
+    assert bot.on_ladder and not bot.has_usable_password()
+
+
+def test_the_computers_levels_are_the_engines_and_nothing_else(make_user):
+    person = make_user()
+    with pytest.raises(lobby.LobbyError) as refused:
+        lobby.computer_start(user=person, level="godlike", rated=False)
+    assert refused.value.code == "no_such_level"
+    assert not Match.objects.exists()
+
+
+def test_a_rated_match_against_the_computer_needs_the_ladder(make_user):
+    person = make_user()
+    with pytest.raises(lobby.LobbyError) as refused:
+        lobby.computer_start(user=person, level="greedy", rated=True)
+    assert refused.value.code == "not_on_ladder"
+
+
+def test_nobody_can_register_as_the_computer(db):
+    with pytest.raises(AccountError) as refused:
+        user_register(username="Computer-Expert", password="correct-horse-battery-9")
+    assert refused.value.code == "username_reserved"
+
+
+def test_the_computer_is_queued_exactly_when_it_is_to_act_and_plays_a_whole_match(
+    make_user, queued, after_commit
+):
+    person, match = versus_computer(make_user, run=after_commit)
+    human_seat = 1 - match.computer_seat
+    rng = random.Random(5)
+    for _ in range(5_000):
+        match.refresh_from_db()
+        if match.is_over:
+            break
+        state = match_state(match)
+        to_act = services.computer_to_act(match, state)
+        assert (bool(queued) and queued[-1] == (str(match.pk), state.seq)) == to_act
+        if to_act:
+            assert after_commit(computer.play_turn, match_id=str(match.pk), seq=state.seq) in (
+                "start", "play", "draw", "offer", "accept", "waive"
+            )  # fmt: skip
+            continue
+        seen = engine.view(state, human_seat)
+        command = (
+            {"type": "start"}
+            if engine.starter(state) == human_seat
+            else engine.BOTS["random"]().choose_from_view(seen, rng)
+        )
+        after_commit(
+            services.match_submit,
+            match_id=match.pk, user=person, command=command, arrival_ms=timekeeping.now_ms(),
+        )  # fmt: skip
+    assert match.is_over and match.reason == "points"
+    # The audit_finished_matches fixture replays the record through the rules at teardown.
+
+
+def computer_to_start(make_user) -> tuple[Match, engine.MatchState]:
+    _person, match = versus_computer(make_user)
+    state = match_state(match)
+    while not services.computer_to_act(match, state):
+        match = flip_who_starts(match)
+        state = match_state(match)
+    return match, state
+
+
+def test_a_turn_queued_twice_is_played_once(make_user, queued):
+    match, state = computer_to_start(make_user)
+    assert computer.play_turn(match_id=str(match.pk), seq=state.seq) == "start"
+    assert computer.play_turn(match_id=str(match.pk), seq=state.seq) == "stale"
+    match.refresh_from_db()
+    starts = [e for e in match.record["rounds"][0]["events"] if e["type"] == "start"]
+    assert len(starts) == 1
+
+
+def flip_who_starts(match: Match) -> Match:
+    """Another match of the same two players until the computer is the one to press Start."""
+    person = match.player0 if match.computer_seat == 1 else match.player1
+    services.match_submit(
+        match_id=match.pk, user=person, command={"type": "resign"}, arrival_ms=timekeeping.now_ms()
+    )
+    return Match.objects.get(pk=lobby.computer_start(user=person, level="greedy", rated=False).pk)
+
+
+def twin_of(state: engine.MatchState, seat: int, rng: random.Random) -> engine.MatchState:
+    """The same table for ``seat``, with the opponent's hand and the boneyard dealt anew."""
+    other = 1 - seat
+    pool = list(state.hands[other]) + list(state.boneyard)
+    rng.shuffle(pool)
+    hidden = len(state.hands[other])
+    hands = list(state.hands)
+    hands[other] = tuple(sorted(pool[:hidden]))
+    return replace(state, hands=tuple(hands), boneyard=tuple(pool[hidden:]))
+
+
+@pytest.mark.parametrize("level", ["random", "greedy"])
+def test_the_computer_decides_from_its_own_view_only(level):
+    rng = random.Random(11)
+    state = engine.new_match(engine.deal_from_seed(engine.new_seed()))
+    state, _ = engine.apply(state, None, {"type": "start"}, 0)
+    seat, now, compared = 0, 0, 0
+    while state.result is None and state.decider is not None:
+        now += 1_000
+        if state.decider == seat:
+            twin = twin_of(state, seat, rng)
+            assert engine.view(twin, seat) == engine.view(state, seat)
+            decisions = [computer.decide(level, t, seat, random.Random(now)) for t in (state, twin)]
+            assert decisions[0] == decisions[1]
+            compared += 1
+            command = decisions[0]
+        else:
+            command = engine.BOTS["greedy"]().choose(state, state.decider, rng)
+        state, _ = engine.apply(state, state.decider, command, now)
+    assert compared >= 3
+
+
+def test_a_lost_computer_turn_is_queued_again(make_user, queued):
+    match, state = computer_to_start(make_user)
+    queued.clear()
+    now = timekeeping.now_ms()
+    assert computer.overdue_turns(now_ms=now, older_than_ms=10_000) == 0
+    assert computer.overdue_turns(now_ms=now + 20_000, older_than_ms=10_000) == 1
+    assert queued == [(str(match.pk), state.seq)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_person_plays_a_whole_rated_match_against_the_computer_through_the_servers(
+    fast_servers, fast_settings, make_user
+):
+    person = make_user(on_ladder=True)
+    match = lobby.computer_start(user=person, level="greedy", rated=True)
+    cookie = session_cookie(person)
+
+    async def scenario():
+        client = await MatchClient.connect(
+            fast_servers.url, match.pk, sessionid=cookie, name="person"
+        )
+        await client.wait_for(lambda c: c.state is not None)
+        await play_match(client, strategy="random", rng=random.Random(4), timeout=60)
+        await client.close()
+        return client
+
+    client = asyncio.run(scenario())
+    match.refresh_from_db()
+    assert match.status == "finished" and match.reason in ("points", "time", "abandon")
+    assert client.view["result"]["winner"] == match.winner
+    bot = computer_player(level="greedy")
+    assert bot.rated_games == 1 and match.rating_after0 is not None
