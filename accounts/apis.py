@@ -22,7 +22,7 @@ from accounts.models import User
 from accounts.selectors import leaderboard, player_profile, rating_history
 from accounts.serializers import LeaderboardEntrySerializer, PlayerSerializer
 
-LEADERBOARD_FIELDS = ("id", "username", "rating", "rated_games", "rated_wins")
+LEADERBOARD_FIELDS = ("id", "username", "rating", "rated_games", "rated_wins", "computer_level")
 PAGE_MAX = 1_000_000_000  # a page number beyond any list (past the end is 404; beyond this, 400)
 
 MESSAGES = {"type": "array", "items": {"type": "string"}}

@@ -1,7 +1,7 @@
 """``make bench``: run the benchmarks and write their JSON results under benchmarks/results/.
 
-Usage: ``python -m benchmarks.run [engine|api|tournament|expert_timing ...]`` (all of them when
-none is named).
+Usage: ``python -m benchmarks.run [NAME ...]`` with names from ``BENCHMARKS``; with none, all
+but the optional ones (``tournament_1s``, a long sample of the expert at 1 s per decision).
 """
 
 from __future__ import annotations
@@ -39,12 +39,20 @@ def _expert_timing() -> dict:
     return run_timing()
 
 
+def _tournament_1s() -> dict:
+    from benchmarks.tournament_bench import run_strong
+
+    return run_strong()
+
+
 BENCHMARKS = {
     "engine": _engine,
     "api": _api,
     "tournament": _tournament,
     "expert_timing": _expert_timing,
+    "tournament_1s": _tournament_1s,
 }
+OPTIONAL = ("tournament_1s",)
 
 
 def main(names: list[str]) -> int:
@@ -53,7 +61,7 @@ def main(names: list[str]) -> int:
         print(f"no benchmark {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
         return 2
     RESULTS.mkdir(exist_ok=True)
-    for name in names or list(BENCHMARKS):
+    for name in names or [name for name in BENCHMARKS if name not in OPTIONAL]:
         result = BENCHMARKS[name]()
         result["python"] = platform.python_implementation() + " " + platform.python_version()
         result["measured_at"] = datetime.now(UTC).isoformat(timespec="seconds")

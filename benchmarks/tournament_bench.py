@@ -70,3 +70,17 @@ def run_timing(rounds: int = 200, budget_ms: float = BUDGET_MS) -> dict:
         "decision_ms": summary["decision_ms"],
         "decision_cpu_ms": summary["decision_cpu_ms"],
     }
+
+
+def run_strong(rounds: int = 60, matches: int = 4, budget_ms: float = 1_000) -> dict:
+    """The lobby's strongest level: the expert at 1 s per decision against greedy (a sample,
+    too small for the targets' intervals: about 15 minutes on both cores)."""
+    (summary,) = tournament(
+        ("expert", "greedy"),
+        rounds=rounds,
+        matches=matches,
+        budget_ms=budget_ms,
+        seed="strong",
+        workers=os.cpu_count() or 1,
+    )
+    return {"benchmark": "tournament_1s", "budget_ms": budget_ms, "pairings": [summary]}

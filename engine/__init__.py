@@ -7,7 +7,7 @@ from the players' contributions starts as ``begin_dealing(new_match(sealed_deal(
 ``next_round``) and waits for them (docs/fairness.md).
 """
 
-from .analysis import analyse
+from .analysis import analyse, decision_frames
 from .bots import BOTS, GreedyBot, RandomBot
 from .clock import ClockConfig
 from .errors import IllegalCommand, Rejection
@@ -57,6 +57,7 @@ __all__ = [
     "add_events",
     "add_round",
     "analyse",
+    "decision_frames",
     "apply",
     "audit",
     "begin_dealing",

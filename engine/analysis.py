@@ -58,8 +58,8 @@ def command_of(event: dict) -> dict:
     return {"type": kind}
 
 
-def _frames(record: dict) -> list:
-    """Each decision event of the record with the state just before it."""
+def decision_frames(record: dict) -> list:
+    """Each decision a player made in the record (round, event, the state just before it)."""
     frames = []
     before = None
 
@@ -82,7 +82,7 @@ def analyse(
     ``ReplayError`` if the record breaks the rules."""
     knowledge = {0: Knowledge(0), 1: Knowledge(1)}
     decisions = []
-    for round_no, event, state in _frames(record):
+    for round_no, event, state in decision_frames(record):
         seat = event["seat"]
         seen = view(state, seat)
         knowledge[seat].observe(seen)

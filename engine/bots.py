@@ -28,7 +28,15 @@ def contribution(rng: random.Random | None = None) -> dict:
     return {"type": "contribute", "value": value}
 
 
-class RandomBot:
+class Memoryless:
+    """A bot that decides from the view at hand alone (the expert also remembers earlier
+    views: ``observe`` takes them in)."""
+
+    def observe(self, seen: dict) -> None:
+        return None
+
+
+class RandomBot(Memoryless):
     """Picks uniformly among the kinds of decision open to it, then among that kind's options
     (so an auction is not swamped by the many possible amounts)."""
 
@@ -56,7 +64,7 @@ class RandomBot:
         return {"type": "play", "tile": tile, "place": place}
 
 
-class GreedyBot:
+class GreedyBot(Memoryless):
     """Takes the most points now (then sheds the heaviest tile); in the auction it offers what
     the opening is worth to it: the best opening score plus a tempo bonus."""
 

@@ -315,10 +315,15 @@ class ExpertBot:
     def choose(self, state: MatchState, seat: int, rng: random.Random) -> dict:
         return self.choose_from_view(view(state, seat), rng)
 
-    def choose_from_view(self, seen: dict, rng: random.Random) -> dict:
+    def observe(self, seen: dict) -> Knowledge:
+        """Take in a view of an earlier decision (a server player rebuilding its memory)."""
         seat = seen["seat"]
         knowledge = self.knowledge.setdefault(seat, Knowledge(seat))
         knowledge.observe(seen)
+        return knowledge
+
+    def choose_from_view(self, seen: dict, rng: random.Random) -> dict:
+        knowledge = self.observe(seen)
         choices = options(seen)
         if len(choices) == 1:
             return choices[0]

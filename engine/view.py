@@ -11,7 +11,8 @@ from .auction import net_payment
 from .fairness import contributions_json, may_contribute
 from .legal import legal_plays, offer_range
 from .play import play_score
-from .state import AUCTION, CLOCK_RUNNING_PHASES, DEALING, HANDOVER, PLAY, READY, MatchState
+from .rules import starter
+from .state import AUCTION, CLOCK_RUNNING_PHASES, DEALING, HANDOVER, PLAY, MatchState
 
 
 def view(state: MatchState, seat: int | None) -> dict:
@@ -74,7 +75,8 @@ def legal_view(state: MatchState, seat: int) -> dict:
     offers = offer_range(state, seat)
     auction_open = deciding and state.phase == AUCTION
     return {
-        "start": state.phase in (READY, HANDOVER),
+        # Only the seat that presses Start / Continue (or reveals) may: the other one waits.
+        "start": starter(state) == seat,
         "contribute": may_contribute(state, seat),
         # ``scores[i]`` is what playing the tile at ``places[i]`` would score.
         "plays": [

@@ -40,7 +40,8 @@ def state_message(match: Match, state: engine.MatchState, viewer: int | None, ev
             "rated": match.rated,
             "status": match.status,
             "players": [
-                {"seat": p["seat"], "username": p["username"]} for p in match.record["players"]
+                {"seat": p["seat"], "username": p["username"], "computer": p.get("computer")}
+                for p in match.record["players"]
             ],
         },
         "you": viewer,

@@ -22,7 +22,8 @@ async def receive(*, match_id: str, user, seats: list[int], content: dict, answe
     """Apply a player's command message (``content``, cseq included) and ``answer`` it."""
     cseq = content.get("cseq")
     if cseq is not None and (type(cseq) is not int or not 1 <= cseq < 2**53):
-        await answer(_error(Rejection("bad_message", "cseq is a positive whole number"), None))
+        # The refused cseq is echoed as sent: the client tells which message was refused.
+        await answer(_error(Rejection("bad_message", "cseq is a positive whole number"), cseq))
         return
     try:
         arrival = await timekeeping.stamp_arrival(match_id)
@@ -66,5 +67,5 @@ async def report_fault(match_id: str, seats: list[int], kind: str, detail: dict)
     )
 
 
-def _error(rejection: Rejection, cseq: int | None) -> dict:
+def _error(rejection: Rejection, cseq) -> dict:
     return {"type": "error", **rejection.as_dict(), "cseq": cseq}

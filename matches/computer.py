@@ -34,7 +34,9 @@ def play_turn(*, match_id: str, seq: int) -> str:
         return "not_its_turn"
     seat = match.computer_seat
     player = match.player0 if seat == 0 else match.player1
-    command = decide(player.computer_level, state, seat, random.Random(f"{match_id}:{seq}"))
+    earlier = earlier_views(match.record, seat, state.round_no)
+    rng = random.Random(f"{match_id}:{seq}")
+    command = decide(player.computer_level, state, seat, rng, earlier=earlier)
     arrival = timekeeping.stamp_arrival_sync(match_id)
     try:
         services.match_submit(
@@ -48,12 +50,25 @@ def play_turn(*, match_id: str, seq: int) -> str:
     return command["type"]
 
 
-def decide(level: str, state: engine.MatchState, seat: int, rng: random.Random) -> dict:
-    """The computer's command, from its own view of ``state`` only."""
-    seen = engine.view(state, seat)
+def decide(level: str, state: engine.MatchState, seat: int, rng: random.Random, earlier=()) -> dict:
+    """The computer's command, from its own view of ``state`` and the views it had at its
+    earlier decisions of the round (``earlier``) only."""
     if engine.starter(state) == seat:
         return {"type": "start"}
-    return bot_for(level).choose_from_view(seen, rng)
+    bot = bot_for(level)
+    for seen in earlier:
+        bot.observe(seen)
+    return bot.choose_from_view(engine.view(state, seat), rng)
+
+
+def earlier_views(record: dict, seat: int, round_no: int) -> list[dict]:
+    """What ``seat`` was shown at each of its decisions so far in round ``round_no``: the
+    computer's memory of the round, rebuilt from the record (no process keeps it)."""
+    return [
+        engine.view(before, seat)
+        for number, event, before in engine.decision_frames(record)
+        if number == round_no and event["seat"] == seat
+    ]
 
 
 def bot_for(level: str):

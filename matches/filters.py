@@ -26,7 +26,7 @@ SUMMARY_FIELDS = (
     "id", "mode", "rated", "status", "created_at", "finished_at", "seq", "winner", "reason",
     "balances", "round_count",
     "rating_before0", "rating_before1", "rating_after0", "rating_after1",
-    "player0__username", "player1__username",
+    "player0__username", "player1__username", "player0__computer_level", "player1__computer_level",
 )  # fmt: skip
 
 

@@ -36,6 +36,7 @@ def match_page(request, match_id):
                 "matchId": str(match.id),
                 "mode": match.mode,
                 "players": [match.player0.username, match.player1.username],
+                "computers": [match.player0.computer_level, match.player1.computer_level],
                 "seats": seats,
                 "apiUrl": f"/api/matches/{match.id}/",
             },
@@ -56,6 +57,7 @@ def replay_page(request, match_id):
                 "matchId": str(match.id),
                 "players": [match.player0.username, match.player1.username],
                 "framesUrl": f"/match/{match.id}/replay/frames.json",
+                "analysisUrl": f"/api/matches/{match.id}/analysis/",
             },
             "strings": js_strings(),
         },
@@ -312,6 +314,22 @@ def js_strings() -> dict:
         "hand_of": _("{name}'s tiles"),
         "loading": _("Loading…"),
         "not_available": _("This match has no finished round to replay yet."),
+        "computer_level": _("computer · {level}"),
+        "analysis_pending": _("The expert is analysing this match…"),
+        "analysis_failed": _("This match could not be analysed."),
+        "analysis_summary": _(
+            "{name}: {choices} real choices, {mistakes} mistakes, {loss} expected points lost"
+        ),
+        "judged": _(
+            "Expert: this choice was worth {expected} expected points; the best, {best}, "
+            "{best_expected}."
+        ),
+        "judged_mistake": _(
+            "Mistake (−{loss}): this choice was worth {expected} expected points; the best, "
+            "{best}, {best_expected}."
+        ),
+        "mistake_entry": _("Round {round}: {choice} (−{loss})"),
+        "no_mistakes": _("No mistake of 10 points or more."),
     }
 
 

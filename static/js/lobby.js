@@ -210,5 +210,10 @@ $("challenge-form").addEventListener("submit", (event) => {
 $("quick-join").addEventListener("click", () => send("quick_join"));
 $("quick-leave").addEventListener("click", () => send("quick_leave"));
 $("hotseat-start").addEventListener("click", () => send("hotseat_start"));
+$("computer-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const form = new FormData(event.target);
+  send("computer_start", { level: String(form.get("level")), rated: form.get("rated") === "on" });
+});
 
 connect();

@@ -34,6 +34,7 @@ const history = new RoundHistory();
 const page = {
   ui,
   names: cfg.players,
+  computers: cfg.computers,
   hotseat: cfg.mode === "hotseat",
   matchId: cfg.matchId,
   get rated() {

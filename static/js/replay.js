@@ -10,6 +10,9 @@ const $ = (id) => document.getElementById(id);
 const names = cfg.players;
 let frames = [];
 let index = 0;
+const judged = new Map(); // event seq -> the expert's judgement of that decision
+const ANALYSIS_POLL_MS = 2000;
+const ANALYSIS_POLLS = 90;
 
 function show(i) {
   if (!frames.length) return;
@@ -33,7 +36,75 @@ function show(i) {
     hand.setAttribute("aria-label", t("hand_of", { name: names[seat] }));
     hand.replaceChildren(...view.hands[seat].map((tile) => tileSvg(tile)));
   }
+  showJudgement(frame.event);
   document.body.dataset.frame = String(index);
+}
+
+function choiceText(command, seat) {
+  return describeEvent({ ...command, seat, points: 0 }, names);
+}
+
+function showJudgement(event) {
+  const box = $("rp-judgement");
+  const judgement = event ? judged.get(event.seq) : undefined;
+  box.hidden = !judgement || judgement.expected === null;
+  if (box.hidden) return;
+  box.dataset.mistake = String(judgement.mistake);
+  box.textContent = t(judgement.mistake ? "judged_mistake" : "judged", {
+    expected: judgement.expected.toFixed(1),
+    best: choiceText(judgement.best, judgement.seat),
+    best_expected: judgement.best_expected.toFixed(1),
+    loss: judgement.loss.toFixed(1),
+  });
+}
+
+function frameOf(seq) {
+  return frames.findIndex((frame) => frame.event && frame.event.seq === seq);
+}
+
+function renderAnalysis(analysis) {
+  for (const decision of analysis.decisions) judged.set(decision.seq, decision);
+  $("rp-analysis-status").textContent = "";
+  $("rp-analysis-summary").replaceChildren(...analysis.summary.map((row) => {
+    const item = document.createElement("li");
+    item.textContent = t("analysis_summary", {
+      name: names[row.seat], choices: row.choices, mistakes: row.mistakes, loss: row.expected_loss.toFixed(1),
+    });
+    return item;
+  }));
+  const mistakes = analysis.decisions.filter((decision) => decision.mistake);
+  $("rp-mistakes").replaceChildren(...(mistakes.length ? mistakes.map((decision) => {
+    const item = document.createElement("li");
+    const jump = document.createElement("button");
+    jump.type = "button";
+    jump.className = "link-button";
+    jump.dataset.seq = String(decision.seq);
+    jump.textContent = t("mistake_entry", {
+      round: decision.round, name: names[decision.seat],
+      choice: choiceText(decision.choice, decision.seat), loss: decision.loss.toFixed(1),
+    });
+    jump.addEventListener("click", () => show(frameOf(decision.seq)));
+    item.append(jump);
+    return item;
+  }) : [Object.assign(document.createElement("li"), { className: "empty", textContent: t("no_mistakes") })]));
+  show(index);
+}
+
+async function loadAnalysis(polls = 0) {
+  const response = await fetch(cfg.analysisUrl, { headers: { Accept: "application/json" } });
+  if (response.status === 409 || response.status === 404) return; // live or void: nothing to judge
+  $("rp-analysis").hidden = false;
+  const body = await response.json();
+  if (response.status === 202) {
+    $("rp-analysis-status").textContent = t("analysis_pending");
+    if (polls < ANALYSIS_POLLS) setTimeout(() => loadAnalysis(polls + 1), ANALYSIS_POLL_MS);
+    return;
+  }
+  if (body.status !== "done") {
+    $("rp-analysis-status").textContent = t("analysis_failed");
+    return;
+  }
+  renderAnalysis(body);
 }
 
 async function load() {
@@ -54,6 +125,7 @@ async function load() {
     return option;
   }));
   show(0);
+  loadAnalysis();
 }
 
 $("rp-first").addEventListener("click", () => show(0));

@@ -46,8 +46,20 @@ def test_a_summary_carries_players_ratings_result_final_balances_and_rounds(api,
     match = world.full
     assert item["mode"] == "online" and item["rated"] is True and item["status"] == "finished"
     assert item["players"] == [
-        {"seat": 0, "username": "ala", "rating_before": 1500, "rating_after": match.rating_after0},
-        {"seat": 1, "username": "olek", "rating_before": 1500, "rating_after": match.rating_after1},
+        {
+            "seat": 0,
+            "username": "ala",
+            "computer": None,
+            "rating_before": 1500,
+            "rating_after": match.rating_after0,
+        },
+        {
+            "seat": 1,
+            "username": "olek",
+            "computer": None,
+            "rating_before": 1500,
+            "rating_after": match.rating_after1,
+        },
     ]
     assert item["result"] == {"winner": match.winner, "reason": "points"}
     assert item["balances"] == match.record["balances"] and sorted(item["balances"]) == [0, 300]

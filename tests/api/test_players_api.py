@@ -40,7 +40,7 @@ def test_the_leaderboard_ranks_by_rating_page_by_page(api, world):
     ]
     assert first["results"][0] == {
         "rank": 1, "username": "laddered00", "rating": 1600, "provisional": False,
-        "rated_games": 30, "win_rate": 0.5,
+        "computer": None, "rated_games": 30, "win_rate": 0.5,
     }  # fmt: skip
 
 

@@ -54,7 +54,7 @@ def test_the_schema_lists_every_endpoint(api):
     assert paths == {
         "/api/leaderboard/", "/api/players/{username}/", "/api/players/{username}/matches/",
         "/api/players/{username}/matches/export/", "/api/matches/", "/api/matches/live/",
-        "/api/matches/{match_id}/",
+        "/api/matches/{match_id}/", "/api/matches/{match_id}/analysis/",
     }  # fmt: skip
 
 

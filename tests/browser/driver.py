@@ -14,7 +14,7 @@ from playwright.sync_api import Page, expect
 
 import engine
 from engine.legal import legal_plays
-from engine.scoring import points_for
+from engine.play import play_score
 from matches import services
 from matches.models import Match
 from matches.selectors import match_state
@@ -64,16 +64,10 @@ def wait_for_change(match_id, seq: int) -> None:
 
 def choose_play(state: engine.MatchState, seat: int, *, best: bool):
     """The play that scores most (``best``) or least, heaviest tile first either way."""
-    layout = state.layout
 
     def value(option):
         tile, place = option
-        after = (
-            layout.open_with(tile)
-            if place is None
-            else layout.play(tile, place, layout.open_value(place))
-        )
-        score = points_for(after.end_total())
+        score = play_score(state.layout, tile, place)
         return (score if best else -score, sum(tile))
 
     return max(legal_plays(state, seat), key=value)

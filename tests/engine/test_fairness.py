@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from engine import apply, audit, new_match, next_round, replay, view
+from engine import apply, audit, new_match, next_round, replay, starter, view
 from engine.bots import contribution
 from engine.fairness import begin_dealing
 from engine.record import add_events, add_round, new_record
@@ -143,7 +143,8 @@ def test_both_contributions_deal_the_round_which_then_waits_for_start():
     seen = view(game.state, 0)
     assert seen["hand"] == [list(tile) for tile in expected.hands[0]]
     assert [c["value"] for c in seen["contributions"]] == [C0, C1]
-    assert view(game.state, 0)["legal"]["start"] is True
+    assert view(game.state, starter(game.state))["legal"]["start"] is True
+    assert view(game.state, 1 - starter(game.state))["legal"]["start"] is False
 
 
 def test_the_next_round_mixes_in_its_own_number():

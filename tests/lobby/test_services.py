@@ -218,7 +218,7 @@ def test_the_lobby_state_lists_seeks_waiting_players_and_live_matches():
     assert state["seeks"] == [
         {
             "id": seek.pk,
-            "owner": {"username": "ann", "rating": 1620, "provisional": True},
+            "owner": {"username": "ann", "rating": 1620, "provisional": True, "computer": None},
             "rated": False,
             "rating_min": None,
             "rating_max": 1700,

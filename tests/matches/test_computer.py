@@ -83,10 +83,12 @@ def test_nobody_can_register_as_the_computer(db):
     assert refused.value.code == "username_reserved"
 
 
+@pytest.mark.parametrize("level", ["greedy", "expert"])
 def test_the_computer_is_queued_exactly_when_it_is_to_act_and_plays_a_whole_match(
-    make_user, queued, after_commit
+    make_user, queued, after_commit, level, settings
 ):
-    person, match = versus_computer(make_user, run=after_commit)
+    settings.COMPUTER_BUDGET_MS = {"expert": 2}
+    person, match = versus_computer(make_user, level, run=after_commit)
     human_seat = 1 - match.computer_seat
     rng = random.Random(5)
     for _ in range(5_000):
@@ -206,3 +208,28 @@ def test_a_person_plays_a_whole_rated_match_against_the_computer_through_the_ser
     assert client.view["result"]["winner"] == match.winner
     bot = computer_player(level="greedy")
     assert bot.rated_games == 1 and match.rating_after0 is not None
+
+
+def test_the_computer_remembers_the_round_from_the_views_it_was_shown(make_user, queued):
+    _person, match = versus_computer(make_user)
+    seat, rng, now = match.computer_seat, random.Random(2), timekeeping.now_ms()
+    shown = []
+    while True:
+        match.refresh_from_db()
+        state = match_state(match)
+        if state.round_no > 1 or state.result is not None:
+            break
+        now += 10
+        starter = engine.starter(state)
+        actor = starter if starter is not None else state.decider
+        if actor == seat and starter is None:
+            shown.append(engine.view(state, seat))
+        command = (
+            {"type": "start"}
+            if starter is not None
+            else engine.BOTS["greedy"]().choose_from_view(engine.view(state, actor), rng)
+        )
+        player = match.player0 if actor == 0 else match.player1
+        services.match_submit(match_id=match.pk, user=player, command=command, arrival_ms=now)
+    assert shown and computer.earlier_views(match.record, seat, 1) == shown
+    assert computer.earlier_views(match.record, 1 - seat, 1) != shown

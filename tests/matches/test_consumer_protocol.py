@@ -174,7 +174,7 @@ async def test_each_player_gets_its_own_view_on_connecting_and_a_spectator_the_p
         assert first["view"]["seat"] == seat
         assert first["view"]["hand"] == sorted(list(tile) for tile in state.hands[seat])
         assert first["starter"] == engine.starter(state)
-        assert first["view"]["legal"]["start"] is True
+        assert first["view"]["legal"]["start"] is (seat == engine.starter(state))
         assert first["view"]["legal"]["resign"] is True
         # Nothing of the other hand: the rest of the message is the spectators' message.
         assert {k: v for k, v in first["view"].items() if k not in hidden} == {
@@ -415,7 +415,7 @@ async def test_a_cseq_that_is_not_a_positive_whole_number_is_a_bad_message(cseq)
     sockets, firsts = await seated(match)
     starter = firsts[0]["starter"]
     answer = await command(sockets[starter], {"type": "start", "cseq": cseq})
-    assert_error(answer, "bad_message", None)
+    assert_error(answer, "bad_message", cseq)
     after = await reloaded(match)
     assert (after.seq, after.status) == (match.seq, "waiting")
     assert not sync_redis().exists(timekeeping.ARRIVALS_KEY.format(match_id=match.pk))

@@ -28,7 +28,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--matches", type=int, default=1, help="how many matches to play, one after another"
         )
-        parser.add_argument("--bots", choices=("random", "greedy"), default="random")
+        parser.add_argument("--bots", choices=tuple(engine.BOTS), default="random")
         parser.add_argument(
             "--pace-ms", type=int, default=0, help="wait this long before each decision"
         )

@@ -30,6 +30,9 @@ export function renderSeats(view, page, roundEnd) {
     panel.classList.toggle("to-act", view.to_act === seat);
     const you = seat === page.me() && !page.hotseat;
     panel.querySelector(".name").textContent = page.names[seat] + (you ? ` (${t("you")})` : "");
+    const computer = panel.querySelector(".pill-computer");
+    computer.hidden = !page.computers[seat];
+    computer.textContent = page.computers[seat] ? t("computer_level", { level: page.computers[seat] }) : "";
     panel.querySelector(".jockey").hidden = view.jockey !== seat;
     const held = roundEnd ? roundEnd.hands[seat].length : view.hand_counts[seat];
     panel.querySelector(".count").textContent = t("tiles_in_hand_n", { n: held });
