@@ -173,7 +173,7 @@ def test_the_board_and_the_hand_share_one_screen_while_choosing_a_place(
         assert in_viewport(page, selector), f"{selector} is not in view at {viewport}"
     # The board keeps a steady scale: a tile is drawn at a size you can read.
     tile = page.locator("#board .domino").first.evaluate("el => el.getBoundingClientRect()")
-    assert max(tile["width"], tile["height"]) >= (45 if viewport is PHONE else 60)
+    assert max(tile["width"], tile["height"]) >= (40 if viewport is PHONE else 60)
 
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])

@@ -89,8 +89,7 @@ def view_tiles(view: dict) -> set:
 
 
 def assert_nothing_secret_reached(client: MatchClient, record: dict) -> None:
-    """No message to this seat (or spectator) holds the opponent's tiles or the boneyard; only
-    the settlement of a round already over shows both hands face up."""
+    """No message to this seat (or spectator) holds the opponent's tiles or the boneyard."""
     seat = client.seat
     rounds = record["rounds"]
     for message in client.messages:
