@@ -64,6 +64,7 @@ def test_every_page_in_polish_shows_no_english_interface_string(servers, new_pag
         "/accounts/register/",
         "/leaderboard/",
         "/rules/",
+        "/fairness/",
         f"/match/{match.id}/",  # watched by a spectator
     ]
     player = new_page()
