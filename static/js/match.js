@@ -11,6 +11,7 @@ import { Connection } from "./connection.js";
 import { renderAuction } from "./match/auction.js";
 import { tickClocks } from "./match/clock.js";
 import { RoundHistory, pointsMoved } from "./match/history.js";
+import { contributeIfDue, rememberCommitment } from "./match/fairness.js";
 import { renderOverlay } from "./match/overlay.js";
 import { sound } from "./match/sound.js";
 import { flashScore, moveChips, renderHand, renderSeats, renderTable, roundEndTable, select } from "./match/table.js";
@@ -71,7 +72,7 @@ function errorText(msg) {
 
 function send(command) {
   ui.error = "";
-  if (page.hotseat && ui.msg) {
+  if (page.hotseat && ui.msg && command.seat === undefined) {
     const seat = command.type === "start" ? ui.msg.starter : ui.msg.you;
     if (seat === 0 || seat === 1) command.seat = seat;
   }
@@ -101,7 +102,9 @@ function onState(msg, events) {
     const moved = pointsMoved(event);
     if (moved) moves.push({ moved, event });
   }
-  if (view.layout.tiles.length === 0 && view.phase !== "ready") ui.markedTile = null;
+  if (view.layout.tiles.length === 0 && view.phase !== "ready" && view.phase !== "dealing") ui.markedTile = null;
+  rememberCommitment(view);
+  contributeIfDue(view, page);
   if (events.length) {
     const lines = events.map((e) => describeEvent(e, page.names));
     appendLog(lines);

@@ -21,7 +21,6 @@ function bytesOf(hexDigits) {
 // pass-and-play both seats (one device contributes for both).
 export function contributeIfDue(view, page) {
   if (view.phase !== "dealing" || !view.legal) return;
-  commitments.set(view.round, view.commitment);
   const seats = page.hotseat ? [0, 1] : [page.me()];
   for (const seat of seats) {
     const key = `${view.round}:${seat}`;

@@ -2,6 +2,7 @@
 // round's end explained (how it ended, the pips, the rounding, who pays whom and the cap of the
 // payer's balance, all as the server's settlement says) with Continue, and the match's result.
 import { t } from "../i18n.js";
+import { showProof } from "./fairness.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -45,23 +46,30 @@ export function renderOverlay(msg, page) {
     add("h2", t("handover", { name: next }));
     add("p", t("handover_hint", { name: next }));
     button(t("reveal"), () => page.send({ type: "start" }), "reveal");
-  } else if (view.phase === "ready") {
+  } else if (view.phase === "ready" || view.phase === "dealing") {
     const settled = view.settlement && view.round > 1;
     kind = settled ? "settlement" : "ready";
     if (settled) renderSettlement(add, view, page);
     else add("h2", t("round", { round: view.round }));
-    const starter = msg.starter;
-    const mine = page.me() !== null && (page.hotseat || starter === page.me());
-    if (mine && view.legal && view.legal.start) {
-      if (!settled) add("p", t("press_start"));
-      button(settled ? t("continue") : t("start"), () => page.send({ type: "start" }), "start");
-    } else if (starter !== null && starter !== undefined) {
-      const waiting = settled ? "waiting_continue" : "waiting_start";
-      add("p", t(waiting, { name: page.names[starter], time: startTime(msg, page.offsetMs()) }), "waiting");
-    }
+    if (view.phase === "dealing") add("p", t("dealing"), "dealing");
+    else renderStart(add, button, msg, page, settled);
   }
   overlay.hidden = kind === null;
   if (kind) overlay.dataset.kind = kind;
+}
+
+// Start / Continue for the seat that presses it, or who is awaited.
+function renderStart(add, button, msg, page, settled) {
+  const view = msg.view;
+  const starter = msg.starter;
+  const mine = page.me() !== null && (page.hotseat || starter === page.me());
+  if (mine && view.legal && view.legal.start) {
+    if (!settled) add("p", t("press_start"));
+    button(settled ? t("continue") : t("start"), () => page.send({ type: "start" }), "start");
+  } else if (starter !== null && starter !== undefined) {
+    const waiting = settled ? "waiting_continue" : "waiting_start";
+    add("p", t(waiting, { name: page.names[starter], time: startTime(msg, page.offsetMs()) }), "waiting");
+  }
 }
 
 function balancesLine(view, names) {
@@ -90,6 +98,7 @@ function renderResult(add, view, page) {
       }
     }
   }
+  showProof(add("div"), view.round, page);
   const link = add("a", t("replay"), "button secondary");
   link.href = `/match/${page.matchId}/replay/`;
 }
@@ -114,4 +123,5 @@ function renderSettlement(add, view, page) {
   }
   add("p", s.points && s.winner !== null ? t("moved", { points: s.points, name: names[s.winner] }) : t("no_transfer"), "settle-points");
   add("p", balancesLine(view, names), "settle-balances");
+  showProof(add("div"), view.round - 1, page);
 }

@@ -13,10 +13,10 @@ const FLIGHT_MS = 700;
 const MAX_FLYING_CHIPS = 8;
 
 // The table as the last round ended (the settlement's final hands and layout), while the next
-// round waits for Continue; else null.
+// round is being dealt or waits for Continue; else null.
 export function roundEndTable(view) {
   const s = view.settlement;
-  const waiting = view.phase === "ready" && view.round > 1;
+  const waiting = (view.phase === "ready" || view.phase === "dealing") && view.round > 1;
   return s && waiting && s.hands && s.layout ? s : null;
 }
 
