@@ -430,7 +430,8 @@ def _commit_change(match: Match, state: engine.MatchState, events: list[dict], n
         rating_record_result(match=match)
     match.save()
     # Robust: the change is committed; a lost broadcast is repaired by the clients' resync.
-    transaction.on_commit(partial(_after_commit, match, state, events), robust=True)
+    # A lambda, not a partial: Django names a failing robust callback by its __qualname__.
+    transaction.on_commit(lambda: _after_commit(match, state, events), robust=True)
 
 
 def _store(match: Match, state: engine.MatchState, now_ms: int) -> None:
