@@ -97,3 +97,15 @@ def auction_table(
     """A round after a domino by ``jockey`` (so it opens by auction), not yet started."""
     settled = replace(new_match(deal((), ())), phase=SETTLED, next_jockey=jockey, balances=balances)
     return Table(next_round(replace(settled, hotseat=hotseat), deal(hand0, hand1, boneyard)))
+
+
+def hidden_tiles_redealt(state: MatchState, seat: int, rng) -> MatchState:
+    """The same table for ``seat``: the opponent's hand and the boneyard dealt again from their
+    own tiles, so ``view(state, seat)`` is unchanged and only hidden information differs."""
+    other = 1 - seat
+    hidden = list(state.hands[other] + state.boneyard)
+    rng.shuffle(hidden)
+    size = len(state.hands[other])
+    hands = list(state.hands)
+    hands[other] = tuple(sorted(hidden[:size]))
+    return replace(state, hands=tuple(hands), boneyard=tuple(hidden[size:]))

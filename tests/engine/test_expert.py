@@ -13,7 +13,7 @@ from engine.simulate import simulate_match
 from engine.state import FINISHED, READY, SETTLED
 from engine.tiles import FULL_SET
 
-from .builders import auction_table, table
+from .builders import auction_table, hidden_tiles_redealt, table
 
 SIXES = {tile for tile in FULL_SET if 6 in tile}
 
@@ -199,17 +199,6 @@ def test_the_layout_is_rebuilt_from_the_placed_tiles():
     assert layout_of(view(game.state, 0)["layout"]["tiles"]) == game.state.layout
 
 
-def _alternative_hidden_state(state, seat: int, rng: random.Random):
-    """The same state with the opponent's hand and the boneyard dealt again from their tiles."""
-    other = 1 - seat
-    hidden = list(state.hands[other] + state.boneyard)
-    rng.shuffle(hidden)
-    size = len(state.hands[other])
-    hands = list(state.hands)
-    hands[other] = tuple(sorted(hidden[:size]))
-    return replace(state, hands=tuple(hands), boneyard=tuple(hidden[size:]))
-
-
 @pytest.mark.parametrize("match_seed", ["ee", "ff"])
 def test_the_expert_decides_the_same_whatever_the_hidden_tiles(match_seed):
     """Two states that differ only in the opponent's hand and the boneyard's order show the
@@ -229,7 +218,7 @@ def test_the_expert_decides_the_same_whatever_the_hidden_tiles(match_seed):
         if seat == 1:
             state, _ = apply(state, 1, opponent.choose(state, 1, shuffler), 0)
             continue
-        twin = _alternative_hidden_state(state, 0, shuffler)
+        twin = hidden_tiles_redealt(state, 0, shuffler)
         assert view(twin, 0) == view(state, 0)
         command = plain.choose(state, 0, random.Random(decisions))
         assert alternative.choose(twin, 0, random.Random(decisions)) == command

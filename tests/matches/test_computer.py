@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-from dataclasses import replace
 
 import pytest
 
@@ -17,6 +16,7 @@ from lobby import services as lobby
 from matches import computer, services, timekeeping
 from matches.models import Match
 from matches.selectors import match_state
+from tests.engine.builders import hidden_tiles_redealt
 
 from .conftest import session_cookie
 
@@ -144,17 +144,6 @@ def flip_who_starts(match: Match) -> Match:
     return Match.objects.get(pk=lobby.computer_start(user=person, level="greedy", rated=False).pk)
 
 
-def twin_of(state: engine.MatchState, seat: int, rng: random.Random) -> engine.MatchState:
-    """The same table for ``seat``, with the opponent's hand and the boneyard dealt anew."""
-    other = 1 - seat
-    pool = list(state.hands[other]) + list(state.boneyard)
-    rng.shuffle(pool)
-    hidden = len(state.hands[other])
-    hands = list(state.hands)
-    hands[other] = tuple(sorted(pool[:hidden]))
-    return replace(state, hands=tuple(hands), boneyard=tuple(pool[hidden:]))
-
-
 @pytest.mark.parametrize("level", ["random", "greedy"])
 def test_the_computer_decides_from_its_own_view_only(level):
     rng = random.Random(11)
@@ -164,7 +153,7 @@ def test_the_computer_decides_from_its_own_view_only(level):
     while state.result is None and state.decider is not None:
         now += 1_000
         if state.decider == seat:
-            twin = twin_of(state, seat, rng)
+            twin = hidden_tiles_redealt(state, seat, rng)
             assert engine.view(twin, seat) == engine.view(state, seat)
             decisions = [computer.decide(level, t, seat, random.Random(now)) for t in (state, twin)]
             assert decisions[0] == decisions[1]
