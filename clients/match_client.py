@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import websockets
 
-from engine.bots import BOTS
+from engine import BOTS, contribution
 
 RATE_LIMITED_BACKOFF_S = 0.2  # the server refills 10 messages a second
 # Nothing changed: decide again (stale_cseq: with a cseq above the one another device used).
@@ -227,12 +227,20 @@ class MatchClient:
         return self.state is not None and self.state["view"]["result"] is not None
 
     def my_turn(self) -> bool:
-        """Is there something this seat should do now (press Start, or decide)?"""
+        """Is there something this seat should do now (contribute to the deal, press Start, or
+        decide)?"""
         if self.state is None or self.over or self.seat is None:
             return False
+        if self.contribution_due:
+            return True
         if self.clocks_stand:
             return self.state["starter"] == self.seat
         return self.view["clock"]["running"] and self.view["to_act"] == self.seat
+
+    @property
+    def contribution_due(self) -> bool:
+        """The round waits for this seat's contribution to its deal (docs/fairness.md)."""
+        return self.seat is not None and self.view["legal"]["contribute"]
 
     @property
     def clocks_stand(self) -> bool:
@@ -287,7 +295,9 @@ async def play_match(
         acted_at = client.state["seq"]
         if pace_ms:
             await asyncio.sleep(pace_ms / 1000)
-        if client.clocks_stand:
+        if client.contribution_due:
+            command = contribution()  # from the CSPRNG, as a browser's
+        elif client.clocks_stand:
             command = {"type": "start"}
         else:
             command = choose(client.view, strategy, rng)

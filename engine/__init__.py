@@ -8,11 +8,11 @@ from the players' contributions starts as ``begin_dealing(new_match(sealed_deal(
 """
 
 from .analysis import analyse, decision_frames
-from .bots import BOTS, GreedyBot, RandomBot
+from .bots import BOTS, GreedyBot, RandomBot, contribution
 from .clock import ClockConfig
 from .errors import IllegalCommand, Rejection
 from .expert import ExpertBot
-from .fairness import begin_dealing
+from .fairness import begin_dealing, may_contribute
 from .legal import legal_commands, legal_decisions, legal_plays
 from .record import add_events, add_round, iso_timestamp, new_record, status_of
 from .replay import FAIRNESS, Problem, ReplayError, audit, replay
@@ -35,10 +35,11 @@ from .shuffle import (
     new_seed,
     sealed_deal,
 )
-from .state import MatchState
+from .state import DEALING, MatchState
 from .view import view
 
 __all__ = [
+    "DEALING",
     "FAIRNESS",
     "Applied",
     "Flagged",
@@ -63,6 +64,7 @@ __all__ = [
     "audit",
     "begin_dealing",
     "commitment_of",
+    "contribution",
     "deal_from_seed",
     "deal_with_contributions",
     "first_to_act",
@@ -70,6 +72,7 @@ __all__ = [
     "legal_commands",
     "legal_decisions",
     "legal_plays",
+    "may_contribute",
     "new_match",
     "new_record",
     "new_seed",

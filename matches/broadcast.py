@@ -23,11 +23,18 @@ def group_name(match_id, audience) -> str:
     return f"match.{str(match_id).replace('-', '')}.{suffix}"
 
 
-def visible_event(event: dict, viewer: int | None) -> dict:
-    """A drawn tile is known only to the player who drew it."""
+def visible_event(event: dict, viewer: int | None, *, dealing: bool) -> dict:
+    """A drawn tile is known only to the player who drew it; contributions to a deal are shown
+    only once the round is dealt (until then nobody learns another's value)."""
     if event["type"] == "draw" and event["seat"] != viewer:
-        return {key: value for key, value in event.items() if key != "tile"}
+        return _without(event, "tile")
+    if event["type"] == "contribute" and dealing:
+        return _without(event, "value")
     return event
+
+
+def _without(event: dict, key: str) -> dict:
+    return {name: value for name, value in event.items() if name != key}
 
 
 def state_message(match: Match, state: engine.MatchState, viewer: int | None, events=()) -> dict:
@@ -50,7 +57,9 @@ def state_message(match: Match, state: engine.MatchState, viewer: int | None, ev
         # to offer the button; it becomes public anyway the moment the clocks run.
         "starter": engine.starter(state),
         "view": engine.view(state, viewer),
-        "events": [visible_event(event, viewer) for event in events],
+        "events": [
+            visible_event(event, viewer, dealing=state.phase == engine.DEALING) for event in events
+        ],
         "deadline": {"kind": match.deadline_kind or None, "at_ms": match.deadline_ms},
     }
 

@@ -25,7 +25,8 @@ log = logging.getLogger(__name__)
 
 
 def play_turn(*, match_id: str, seq: int) -> str:
-    """Play the computer's turn at event ``seq``: press Start or decide. Returns what it did."""
+    """Play the computer's turn at event ``seq``: contribute to the deal, press Start or decide.
+    Returns what it did."""
     match = Match.objects.select_related("player0", "player1").filter(pk=match_id).first()
     if match is None or match.is_over or match.seq != seq:
         return "stale"
@@ -53,6 +54,8 @@ def play_turn(*, match_id: str, seq: int) -> str:
 def decide(level: str, state: engine.MatchState, seat: int, rng: random.Random, earlier=()) -> dict:
     """The computer's command, from its own view of ``state`` and the views it had at its
     earlier decisions of the round (``earlier``) only."""
+    if engine.may_contribute(state, seat):
+        return engine.contribution()  # from the CSPRNG, never from the seeded ``rng``
     if engine.starter(state) == seat:
         return {"type": "start"}
     bot = bot_for(level)

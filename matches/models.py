@@ -23,6 +23,7 @@ class Match(models.Model):
     class DeadlineKind(models.TextChoices):
         DECISION = "decision"  # a player's clock runs out
         START = "start"  # the Start / Continue wait runs out
+        DEAL = "deal"  # the wait for the players' contributions to the deal runs out
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     mode = models.CharField(max_length=8, choices=Mode.choices, default=Mode.ONLINE)

@@ -44,12 +44,21 @@ def match_record(match: Match, *, withhold_live: bool = True) -> dict:
     if withhold_live:
         for round_record in record["rounds"]:
             if round_record["seed"] is None:
-                round_record["hands"] = None
-                round_record["boneyard"] = None
-                for event in round_record["events"]:
-                    if event["type"] == "draw":
-                        event.pop("tile", None)
+                _withhold_round(round_record)
     return record
+
+
+def _withhold_round(round_record: dict) -> None:
+    """A round still being played: its tiles, drawn tiles and (until it is dealt) the
+    contributions to its deal stay secret."""
+    dealing = round_record["hands"] is None
+    round_record["hands"] = None
+    round_record["boneyard"] = None
+    for event in round_record["events"]:
+        if event["type"] == "draw":
+            event.pop("tile", None)
+        elif event["type"] == "contribute" and dealing:
+            event.pop("value", None)
 
 
 def events_since(match: Match, seq: int) -> list[dict]:

@@ -58,6 +58,11 @@ def clock_config() -> engine.ClockConfig:
     )
 
 
+def deal_wait_ms() -> int:
+    """How long a round waits for the players' contributions before the server stands in."""
+    return timekeeping.setting_ms("DEAL_CONTRIBUTION_MS", 5_000)
+
+
 def start_grace_ms(match: Match) -> int:
     """How long the clocks may stand before the server presses Start / reveals for the player."""
     if match.mode == Match.Mode.HOTSEAT:
@@ -77,14 +82,17 @@ def match_create(
     now_ms: int,
     clock: engine.ClockConfig | None = None,
 ) -> Match:
-    """A new match with its first round dealt; clocks stand until Start."""
+    """A new match whose first round waits for the players' contributions to its deal
+    (docs/fairness.md); clocks stand until Start."""
     if mode == Match.Mode.HOTSEAT and (player0.pk != player1.pk or rated):
         raise ValueError("a pass-and-play match is one user's, on both seats, and unrated")
     seed = engine.new_seed()
-    state = engine.new_match(
-        engine.deal_from_seed(seed),
-        clock=clock or clock_config(),
-        hotseat=mode == Match.Mode.HOTSEAT,
+    state = engine.begin_dealing(
+        engine.new_match(
+            engine.sealed_deal(seed),
+            clock=clock or clock_config(),
+            hotseat=mode == Match.Mode.HOTSEAT,
+        )
     )
     match = Match(mode=mode, rated=rated, player0=player0, player1=player1, secret_seed=seed)
     match.computer_seat = next(
@@ -239,7 +247,12 @@ def _expire_locked(match: Match, state: engine.MatchState, now_ms: int) -> str:
     not yet. A command stamped before the deadline that is still waiting for the lock goes
     first; while no web process is up nobody could act, so nothing is decided; a clock that ran
     through an outage of the web tier voids the match (RULES §7)."""
-    if match.deadline_kind == Match.DeadlineKind.START:
+    if match.deadline_kind == Match.DeadlineKind.DEAL:
+        if timekeeping.pending_before(str(match.id), match.deadline_ms, now_ms):
+            return "command_pending"  # a contribution sent in time is applied first
+        # No clock runs while a round is dealt: the server stands in for whoever is missing.
+        kind, command, at_ms = "contribute", {"type": "contribute", "drawn": True}, now_ms
+    elif match.deadline_kind == Match.DeadlineKind.START:
         if timekeeping.pending_before(str(match.id), match.deadline_ms, now_ms):
             return "command_pending"
         if webbeats.down_now(now_ms):
@@ -420,9 +433,9 @@ def _commit_change(match: Match, state: engine.MatchState, events: list[dict], n
     """Append the events, deal the next round when one ended, store everything, and after
     commit tell everyone and arm the deadline."""
     engine.add_events(match.record, state, events)
-    if state.round_over and state.result is None:  # a round ended: deal the next
+    if state.round_over and state.result is None:  # a round ended: the next waits for its deal
         seed = engine.new_seed()
-        state = engine.next_round(state, engine.deal_from_seed(seed))
+        state = engine.begin_dealing(engine.next_round(state, engine.sealed_deal(seed)))
         engine.add_round(match.record, state)
         match.secret_seed = seed
     _store(match, state, now_ms)
@@ -445,6 +458,8 @@ def _store(match: Match, state: engine.MatchState, now_ms: int) -> None:
         match.reason = state.result.reason
         match.finished_at = match.finished_at or dj_timezone.now()
         match.deadline_ms, match.deadline_kind = None, ""
+    elif state.phase == engine.DEALING:
+        match.deadline_ms, match.deadline_kind = now_ms + deal_wait_ms(), Match.DeadlineKind.DEAL
     elif engine.starter(state) is not None:
         match.deadline_ms, match.deadline_kind = (
             now_ms + start_grace_ms(match),
@@ -465,9 +480,11 @@ def _after_commit(match: Match, state: engine.MatchState, events: list[dict]) ->
 
 
 def computer_to_act(match: Match, state: engine.MatchState) -> bool:
-    """Is it the computer's turn to press Start or to decide?"""
+    """Is it the computer's turn to contribute to a deal, press Start or decide?"""
     if match.computer_seat is None or state.result is not None:
         return False
+    if state.phase == engine.DEALING:
+        return engine.may_contribute(state, match.computer_seat)
     starter = engine.starter(state)
     return match.computer_seat == (state.decider if starter is None else starter)
 

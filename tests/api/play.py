@@ -8,6 +8,7 @@ import engine
 from matches import services
 from matches.models import Match
 from matches.selectors import match_state
+from tests.support.dealing import deal_by_service
 
 STEP_MS = 1_500  # every decision well inside the delay: nobody loses on time by accident
 
@@ -40,7 +41,10 @@ class Table:
         )  # fmt: skip
 
     def step(self, state: engine.MatchState) -> None:
-        if engine.starter(state) is not None:
+        if state.phase == engine.DEALING:
+            self.now_ms += STEP_MS
+            deal_by_service(self.match, self.users, self.now_ms)
+        elif engine.starter(state) is not None:
             self.submit(engine.first_to_act(state), {"type": "start"})
         else:
             self.submit(state.decider, self.bot.choose(state, state.decider, self.rng))

@@ -23,6 +23,7 @@ from matches import services
 from matches.models import Match
 from matches.selectors import match_record, match_state
 from scripts.proc import Supervisor
+from tests.support.dealing import deal_by_service
 from tests.support.servers import server_environment, start_celery_worker, start_daphne
 
 T0 = 1_800_000_000_000
@@ -105,6 +106,11 @@ class Table:
         self.match.refresh_from_db()
         return outcome
 
+    def deal(self, *, after_ms: int = 0) -> bool:
+        """Both players contribute to the round being dealt, if one is."""
+        self.now += after_ms
+        return deal_by_service(self.match, self.users, self.now)
+
     def start(self, *, after_ms: int = 0):
         return self.submit(engine.first_to_act(self.state), {"type": "start"}, after_ms=after_ms)
 
@@ -124,7 +130,9 @@ class Table:
             state = self.state
             if state.result is not None or done(state):
                 return state
-            if engine.starter(state) is not None:
+            if state.phase == engine.DEALING:
+                self.deal(after_ms=step_ms)
+            elif engine.starter(state) is not None:
                 self.start(after_ms=step_ms)
             else:
                 self.decide(after_ms=step_ms, bot=bot, rng=rng)
@@ -136,8 +144,9 @@ class Table:
 
 
 @pytest.fixture
-def table(make_user):
-    """A fresh online match (unrated, default clock: 120 s bank, 10 s delay) created at T0."""
+def dealing_table(make_user):
+    """A fresh online match (unrated, default clock: 120 s bank, 10 s delay) created at T0,
+    waiting for the contributions to its first deal."""
     player0, player1 = make_user("ala"), make_user("olek")
     match = services.match_create(
         player0=player0,
@@ -146,6 +155,13 @@ def table(make_user):
         clock=engine.ClockConfig(bank_ms=120_000, delay_ms=10_000),
     )
     return Table(match, {0: player0, 1: player1}, T0)
+
+
+@pytest.fixture
+def table(dealing_table):
+    """The same match with its first round dealt, waiting for Start."""
+    dealing_table.deal()
+    return dealing_table
 
 
 # --- end to end ---------------------------------------------------------------------------------
