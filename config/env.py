@@ -54,14 +54,16 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
-def database_config(url: str) -> dict:
+def database_config(url: str, *, conn_max_age: int = 0) -> dict:
     """DATABASES["default"] for a URL; SQLite gets WAL and IMMEDIATE transactions.
 
     WAL lets readers and one writer work at once; IMMEDIATE takes the write lock at BEGIN, so the
     web process and the Celery worker queue on busy_timeout instead of failing with
     "database is locked" when a read transaction later tries to write.
     """
-    config = dj_database_url.parse(url, conn_max_age=0, conn_health_checks=True)
+    # Persistent connections (a PostgreSQL connect costs ~2 ms, more than a move's queries),
+    # checked before each reuse so a restarted server costs one failed ping, not an error.
+    config = dj_database_url.parse(url, conn_max_age=conn_max_age, conn_health_checks=True)
     if config["ENGINE"] == "django.db.backends.sqlite3":
         name = Path(config["NAME"])
         config["OPTIONS"] = {

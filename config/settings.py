@@ -86,7 +86,9 @@ TEMPLATES = [
 
 # --- Database -------------------------------------------------------------------------------
 DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
-DATABASES = {"default": database_config(DATABASE_URL)}
+DATABASES = {
+    "default": database_config(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE_S", 600))
+}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_USER_MODEL = "accounts.User"

@@ -14,7 +14,15 @@ from .errors import IllegalCommand, Rejection
 from .expert import ExpertBot
 from .fairness import begin_dealing, may_contribute
 from .legal import legal_commands, legal_decisions, legal_plays
-from .record import add_events, add_round, iso_timestamp, new_record, status_of
+from .record import (
+    add_events,
+    add_round,
+    header_changes,
+    iso_timestamp,
+    new_record,
+    status_of,
+    update_header,
+)
 from .replay import FAIRNESS, Problem, ReplayError, audit, replay
 from .rules import (
     Applied,
@@ -68,6 +76,7 @@ __all__ = [
     "deal_from_seed",
     "deal_with_contributions",
     "first_to_act",
+    "header_changes",
     "iso_timestamp",
     "legal_commands",
     "legal_decisions",
@@ -82,5 +91,6 @@ __all__ = [
     "replay",
     "sealed_deal",
     "status_of",
+    "update_header",
     "view",
 ]

@@ -78,8 +78,25 @@ def add_round(record: dict, state: MatchState) -> None:
 
 def add_events(record: dict, state: MatchState, events: list[dict]) -> None:
     """Append the events that produced ``state``; reveal the seed and the result when due."""
+    record["rounds"][-1]["events"].extend(events)
+    update_header(record, state)
+
+
+def header_changes(state: MatchState, events: list[dict]) -> bool:
+    """Do the ``events`` that produced ``state`` change anything in the record but its events
+    and balances: the round's tiles (dealt by a contribution), its seed (revealed when it is
+    over) or the result? A store that keeps events apart writes its header only then."""
+    return (
+        state.round_over
+        or state.result is not None
+        or any(event["type"] == "contribute" for event in events)
+    )
+
+
+def update_header(record: dict, state: MatchState) -> None:
+    """Write into the record what ``state`` has made known beyond its events: the round's tiles
+    and contributions once dealt, its seed once over, the balances, status and result."""
     current = record["rounds"][-1]
-    current["events"].extend(events)
     if current["hands"] is None and not state.deal.is_sealed:
         current.update(deal_fields(state.deal))
     if state.round_over:

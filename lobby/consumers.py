@@ -5,7 +5,7 @@ Requests: ``{"type": "seek_create", "rated": bool, "rating_min": int|null, "rati
 int|null}``, ``seek_cancel`` / ``seek_accept`` (``seek_id``), ``challenge_create``
 (``username``, ``rated``), ``challenge_accept`` / ``challenge_decline`` / ``challenge_cancel``
 (``challenge_id``), ``quick_join``, ``quick_leave``, ``hotseat_start``, ``sync``, ``ping``
-(answered ``pong``; it keeps the socket counted as present, see lobby/presence.py). A refused
+(answered ``pong``; the socket counts as present while it is open, see lobby/presence.py). A refused
 request answers ``{"type": "error", "code", "message", "request"}``; a started match reaches both
 players as ``{"type": "match_started", "match_id", "url"}``.
 """
@@ -118,11 +118,10 @@ class LobbyConsumer(GuardedJsonConsumer):
         try:
             await presence.seen(self.user.pk, self.channel_name, wall_ms())
         except RedisError:
-            pass  # seen again on the next message
+            pass  # this process marks it open again on its timer (realtime/presence.py)
 
     async def handle(self, content: dict) -> None:
         kind = content.get("type")
-        await self._seen()
         if kind == "ping":
             await self.send_json({"type": "pong"})
         elif kind == "sync":

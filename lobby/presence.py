@@ -1,5 +1,5 @@
 """Which lobby sockets each user has open: when a user's last lobby socket closes, their seek and
-queue place go (services.lobby_leave). lobby.js pings every 25 s; see realtime/presence.py."""
+queue place go (services.lobby_leave); see realtime/presence.py."""
 
 from __future__ import annotations
 

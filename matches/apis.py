@@ -244,9 +244,9 @@ class LiveMatchListApi(OneValueEach, ListAPIView):
 
 def last_change_s(match: Match) -> int:
     """When the record last changed (its last event, stamped by the time authority), in s."""
-    for round_record in reversed(match.record["rounds"]):
-        if round_record["events"]:
-            return round_record["events"][-1]["at_ms"] // 1000
+    last = match.events.order_by("-seq").values_list("data", flat=True).first()
+    if last is not None:
+        return last["at_ms"] // 1000
     return int((match.finished_at or datetime.now()).timestamp())
 
 
@@ -269,7 +269,7 @@ class MatchDetailApi(APIView):
             etag = f'"{match.id}-{match.seq}-{match.status}"'
             modified_s = last_change_s(match)
             not_modified = get_conditional_response(request, etag=etag, last_modified=modified_s)
-            withhold = any(r["seed"] is None for r in match.record["rounds"])
+            withhold = any(r["seed"] is None for r in match.header["rounds"])
             response = not_modified or _json_response(match_record(match, withhold_live=withhold))
             del match  # the decoded record goes by reference counting, before the GC resumes
         response.headers["ETag"] = etag
@@ -343,7 +343,7 @@ class NDJSONRenderer(BaseRenderer):
 
 
 def _line(match: Match) -> bytes:
-    withhold = any(r["seed"] is None for r in match.record["rounds"])
+    withhold = any(r["seed"] is None for r in match.header["rounds"])
     return (
         json.dumps(match_record(match, withhold_live=withhold), separators=(",", ":")).encode()
         + b"\n"

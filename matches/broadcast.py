@@ -6,13 +6,21 @@ once, so a client that sees a gap asks for a resync.
 
 from __future__ import annotations
 
+import asyncio
+from functools import lru_cache
+
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from redis.exceptions import RedisError
 
 import engine
+from realtime.redis_clients import async_redis
 
 from .models import Match
+from .timekeeping import authority_ms
 
+SEQ_KEY = "sbo:seq:{}"
+SEQ_TTL_S = 24 * 3600  # past a day of silence a ping asks the database once
 WATCHERS = "watch"
 HOTSEAT = "hotseat"
 
@@ -46,10 +54,7 @@ def state_message(match: Match, state: engine.MatchState, viewer: int | None, ev
             "mode": match.mode,
             "rated": match.rated,
             "status": match.status,
-            "players": [
-                {"seat": p["seat"], "username": p["username"], "computer": p.get("computer")}
-                for p in match.record["players"]
-            ],
+            "players": players_of(match.id),
         },
         "you": viewer,
         # Who presses Start / Continue (or reveals, in pass-and-play) while the clocks stand:
@@ -62,6 +67,17 @@ def state_message(match: Match, state: engine.MatchState, viewer: int | None, ev
         ],
         "deadline": {"kind": match.deadline_kind or None, "at_ms": match.deadline_ms},
     }
+
+
+@lru_cache(maxsize=4096)
+def players_of(match_id) -> list[dict]:
+    """The seats as the record names them; they never change, so a broadcast reads them once
+    per process instead of loading the match's header with every move."""
+    players = Match.objects.filter(pk=match_id).values_list("header__players", flat=True).get()
+    return [
+        {"seat": p["seat"], "username": p["username"], "computer": p.get("computer")}
+        for p in players
+    ]
 
 
 def viewer_for(match: Match, state: engine.MatchState, audience) -> int | None:
@@ -77,8 +93,37 @@ def audiences(match: Match) -> tuple:
 
 
 def publish(match: Match, state: engine.MatchState, events: list[dict]) -> None:
+    messages = [
+        (
+            group_name(match.id, audience),
+            {
+                "type": "match.message",
+                "payload": state_message(match, state, viewer_for(match, state, audience), events),
+            },
+        )
+        for audience in audiences(match)
+    ]
+    async_to_sync(_send_all)(messages)  # one hop to the event loop for every audience
+
+
+async def _send_all(messages) -> None:
     layer = get_channel_layer()
-    send = async_to_sync(layer.group_send)
-    for audience in audiences(match):
-        message = state_message(match, state, viewer_for(match, state, audience), events)
-        send(group_name(match.id, audience), {"type": "match.message", "payload": message})
+    await asyncio.gather(*(layer.group_send(group, message) for group, message in messages))
+
+
+def note_seq(pipe, match_id, seq: int) -> None:
+    """Remember the match's last event number where a ping can read it without the database."""
+    pipe.set(SEQ_KEY.format(match_id), seq, ex=SEQ_TTL_S)
+
+
+async def clock_and_seq(match_id) -> tuple[int | None, int | None]:
+    """The authority's time and the match's last event number, in one round trip (either None
+    when Redis cannot say: the time while it cannot be read, the seq after Redis lost it)."""
+    try:
+        pipe = async_redis().pipeline(transaction=False)
+        pipe.time()
+        pipe.get(SEQ_KEY.format(match_id))
+        redis_time, seq = await pipe.execute()
+    except RedisError:
+        return None, None
+    return authority_ms(redis_time), None if seq is None else int(seq)

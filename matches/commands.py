@@ -38,18 +38,21 @@ async def receive(*, match_id: str, user, seats: list[int], content: dict, answe
         await answer(_error(unreadable, cseq))
         await report_fault(match_id, seats, TimingFault.Kind.UNREACHABLE, {"error": repr(exc)})
         return
+    outcome = None
     try:
         for kind, detail in timekeeping.suspicions(arrival):
             await report_fault(match_id, seats, kind, detail)
         command = {key: value for key, value in content.items() if key != "cseq"}
         outcome = await database_sync_to_async(services.match_submit)(
-            match_id=match_id, user=user, command=command, arrival_ms=arrival.at_ms, cseq=cseq
-        )
+            match_id=match_id, user=user, command=command, arrival_ms=arrival.at_ms, cseq=cseq,
+            arrival_token=arrival.token,
+        )  # fmt: skip
     except services.CommandRejected as rejection:
         await answer(_error(rejection, cseq))
         return
     finally:
-        await timekeeping.release_arrival(arrival)
+        if outcome is None or not outcome.released:  # else released with the move's writes
+            await timekeeping.release_arrival(arrival)
     await answer(
         {
             "type": "ack",

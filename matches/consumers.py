@@ -13,7 +13,7 @@ from redis.exceptions import RedisError
 from realtime.ratelimit import TokenBucket
 from realtime.sockets import GuardedJsonConsumer
 
-from . import broadcast, commands, presence, scheduler, selectors, timekeeping
+from . import broadcast, commands, presence, scheduler, selectors
 
 CLOSE_NO_SUCH_MATCH = 4404
 READS = ("ping", "hello", "sync")  # what a spectator may send
@@ -69,16 +69,12 @@ class MatchConsumer(GuardedJsonConsumer):
         if kind not in READS and not self.seats:
             await self.send_error(content, "not_a_player", "you are not playing in this match")
             return
-        await self._seen()
         if kind == "ping":
-            await self.send_json(
-                {
-                    "type": "pong",
-                    "t": content.get("t"),
-                    "server_ms": await timekeeping.authority_now_or_none(),
-                    "seq": await database_sync_to_async(selectors.last_seq)(self.match_id),
-                }
-            )
+            server_ms, seq = await broadcast.clock_and_seq(self.match_id)
+            if seq is None:  # Redis lost it (or is down): the database knows
+                seq = await database_sync_to_async(selectors.last_seq)(self.match_id)
+            await self.send_json({"type": "pong", "t": content.get("t"), "server_ms": server_ms,
+                                  "seq": seq})  # fmt: skip
         elif kind in ("hello", "sync"):
             last_seq = content.get("last_seq")
             await self._send_state(last_seq=last_seq if type(last_seq) is int else None)
@@ -86,12 +82,12 @@ class MatchConsumer(GuardedJsonConsumer):
             await self._command(content)
 
     async def _seen(self) -> None:
-        """Keep this socket counted as present for its seats (clients ping every few seconds)."""
+        """Count this socket as present for its seats (this process keeps it marked open)."""
         try:
             for seat in self.seats:
                 await presence.seen(self.match_id, seat, self.channel_name)
         except RedisError:
-            pass  # seen again on the next message; absence is only judged at a deadline
+            pass  # marked again on this process's timer; absence is only judged at a deadline
 
     async def match_message(self, event):
         """Forward a broadcast, keeping this client's events in seq order: broadcasts from

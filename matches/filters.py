@@ -37,11 +37,12 @@ def with_summary(queryset: QuerySet[Match]) -> QuerySet[Match]:
 
 
 def with_record(queryset: QuerySet[Match]) -> QuerySet[Match]:
-    """What ``match_record`` needs (the record and the ratings), without the snapshot."""
+    """What ``match_record`` needs (the header, its events, the totals and the ratings),
+    without the snapshot."""
     return queryset.only(
-        "id", "status", "seq", "finished_at", "record",
+        "id", "status", "seq", "finished_at", "header", "balances", "winner", "reason",
         "rating_before0", "rating_before1", "rating_after0", "rating_after1",
-    )  # fmt: skip
+    ).prefetch_related("events")  # fmt: skip
 
 
 def match_archive() -> QuerySet[Match]:

@@ -1,8 +1,11 @@
-"""A match is its record (ARCHIVE.md): the deals and the accepted events. The other columns are
-indexes and caches of it for queries, plus the secrets of the round being played."""
+"""A match is its record (ARCHIVE.md): the deals and the accepted events. The deals and the
+players are the match's ``header``; each accepted event is a row of its own, appended once, so a
+move costs the same however long the match. The other columns are indexes and caches for
+queries, plus the secrets of the round being played."""
 
 from __future__ import annotations
 
+import copy
 import uuid
 
 from django.conf import settings
@@ -39,8 +42,10 @@ class Match(models.Model):
     player1 = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )
-    # The record of ARCHIVE.md, kept whole; the round being played has its seed withheld.
-    record = models.JSONField()
+    # The record of ARCHIVE.md without its events (each round's "events" is []): written when a
+    # round is dealt, revealed or added, or the match ends; the events are MatchEvent rows.
+    # The round being played has its seed withheld.
+    header = models.JSONField()
     seq = models.PositiveIntegerField(default=0)  # number of the last event
     # Cache of the engine state after event ``seq`` (pickled); rebuilt from the record if stale.
     snapshot = models.BinaryField(null=True, editable=False)
@@ -92,6 +97,37 @@ class Match(models.Model):
     @property
     def is_over(self) -> bool:
         return self.status in (self.Status.FINISHED, self.Status.VOID)
+
+    @property
+    def record(self) -> dict:
+        """The whole record of ARCHIVE.md, as stored (nothing withheld): the header with each
+        round's events and the totals as they stand. A fresh dict on every read."""
+        record = copy.deepcopy(self.header)
+        for event in self.events.all():  # prefetched by archive lists (with_record)
+            record["rounds"][event.round_number - 1]["events"].append(event.data)
+        record["balances"] = list(self.balances)
+        record["status"] = self.status
+        if self.is_over:
+            record["result"] = {"winner": self.winner, "reason": self.reason}
+        return record
+
+
+class MatchEvent(models.Model):
+    """One accepted event of a match (ARCHIVE.md's event object), appended once, never changed."""
+
+    match = models.ForeignKey(Match, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    round_number = models.PositiveSmallIntegerField()
+    data = models.JSONField()
+
+    class Meta:
+        ordering = ["seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["match", "seq"], name="one_event_per_match_and_seq")
+        ]
+
+    def __str__(self) -> str:
+        return f"event {self.seq} of {self.match_id}"
 
 
 class TimingFault(models.Model):

@@ -16,6 +16,7 @@ import weakref
 
 from channels.db import database_sync_to_async
 
+from realtime import presence
 from realtime.redis_clients import async_redis
 
 from . import deadlines, services, webbeats
@@ -69,10 +70,14 @@ def ensure_running() -> asyncio.Task:
 
 async def _run() -> None:
     beating = asyncio.ensure_future(_every(BEAT_S, _beat, "beat for the web tier"))
+    marking = asyncio.ensure_future(
+        _every(presence.REFRESH_S, presence.refresh_all, "mark this process's sockets open")
+    )
     try:
         await _every(POLL_S, _deadline_poller(), "fire deadlines (the sweeper will)")
     finally:
         beating.cancel()
+        marking.cancel()
 
 
 async def _every(period_s: float, step, what: str) -> None:

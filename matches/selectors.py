@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import pickle
 from dataclasses import replace
 
@@ -28,7 +27,7 @@ def match_state(match: Match) -> engine.MatchState:
 def match_record(match: Match, *, withhold_live: bool = True) -> dict:
     """The record of ARCHIVE.md. The hands and boneyard of a round still being played are
     withheld (None) unless ``withhold_live`` is False (for the service's own checks)."""
-    record = copy.deepcopy(match.record) if withhold_live else dict(match.record)
+    record = match.record
     ratings = (
         (match.rating_before0, match.rating_after0),
         (match.rating_before1, match.rating_after1),
@@ -62,12 +61,7 @@ def _withhold_round(round_record: dict) -> None:
 
 
 def events_since(match: Match, seq: int) -> list[dict]:
-    return [
-        event
-        for round_record in match.record["rounds"]
-        for event in round_record["events"]
-        if event["seq"] > seq
-    ]
+    return list(match.events.filter(seq__gt=seq).values_list("data", flat=True))
 
 
 def live_match_for(user) -> Match | None:

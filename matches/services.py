@@ -23,9 +23,10 @@ from django.utils import timezone as dj_timezone
 import engine
 from accounts.services import rating_record_result
 from engine import Rejection
+from realtime.redis_clients import sync_redis
 
 from . import broadcast, deadlines, presence, timekeeping, webbeats
-from .models import Match, TimingFault
+from .models import Match, MatchEvent, TimingFault
 from .selectors import match_state
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ class Outcome:
     seq: int
     duplicate: bool = False
     late: bool = False
+    released: bool = False  # the command's pending arrival was released after commit
 
 
 def clock_config() -> engine.ClockConfig:
@@ -98,7 +100,7 @@ def match_create(
     match.computer_seat = next(
         (seat for seat, p in enumerate((player0, player1)) if p.computer_level), None
     )
-    match.record = engine.new_record(
+    match.header = engine.new_record(
         state,
         match_id=str(match.id),
         mode=mode,
@@ -119,11 +121,19 @@ def match_create(
 
 
 def match_submit(
-    *, match_id, user, command: dict, arrival_ms: int, cseq: int | None = None
+    *,
+    match_id,
+    user,
+    command: dict,
+    arrival_ms: int,
+    cseq: int | None = None,
+    arrival_token: str | None = None,
 ) -> Outcome:
     """Apply a player's command that reached the server at ``arrival_ms`` (stamped by the time
     authority before any lock was awaited). Raises CommandRejected, changing nothing, for an
-    illegal command; a command whose ``cseq`` was already applied is acknowledged, not applied."""
+    illegal command; a command whose ``cseq`` was already applied is acknowledged, not applied.
+    A command that changes the match releases its pending ``arrival_token`` after commit, in
+    the same round trip as the rest (``Outcome.released``); otherwise the caller releases it."""
     with transaction.atomic():
         match = _locked(match_id)
         state = match_state(match)
@@ -149,8 +159,8 @@ def match_submit(
             return _flagged(match, state, result, arrival_ms)
         if cseq is not None:
             _remember_cseq(match, slot, cseq)
-        _commit_change(match, result.state, result.events, arrival_ms)
-        return Outcome(seq=match.seq)
+        _commit_change(match, result.state, result.events, arrival_ms, arrival_token)
+        return Outcome(seq=match.seq, released=arrival_token is not None)
 
 
 def _flagged(match: Match, state, flagged: engine.Flagged, arrival_ms: int) -> Outcome:
@@ -168,8 +178,10 @@ def _flagged(match: Match, state, flagged: engine.Flagged, arrival_ms: int) -> O
 
 
 def _locked(match_id) -> Match:
+    # Without the header: a move reads and writes only what does not grow with the match
+    # (the header is loaded, by its own query, only when a round is dealt or ends).
     try:
-        return Match.objects.select_for_update().get(pk=match_id)
+        return Match.objects.select_for_update().defer("header").get(pk=match_id)
     except (
         Match.DoesNotExist,
         ValidationError,
@@ -429,14 +441,23 @@ def _fault_decide(fault: TimingFault, status: str, decided_by: str) -> TimingFau
 # --- shared steps --------------------------------------------------------------------------
 
 
-def _commit_change(match: Match, state: engine.MatchState, events: list[dict], now_ms: int) -> None:
+def _commit_change(
+    match: Match,
+    state: engine.MatchState,
+    events: list[dict],
+    now_ms: int,
+    arrival_token: str | None = None,
+) -> None:
     """Append the events, deal the next round when one ended, store everything, and after
-    commit tell everyone and arm the deadline."""
-    engine.add_events(match.record, state, events)
+    commit tell everyone and arm the deadline. The header is written only when it changes;
+    a save of a match whose header was not loaded leaves it alone."""
+    _append_events(match, state, events)
+    if engine.header_changes(state, events):
+        engine.update_header(match.header, state)
     if state.round_over and state.result is None:  # a round ended: the next waits for its deal
         seed = engine.new_seed()
         state = engine.begin_dealing(engine.next_round(state, engine.sealed_deal(seed)))
-        engine.add_round(match.record, state)
+        engine.add_round(match.header, state)
         match.secret_seed = seed
     _store(match, state, now_ms)
     if state.result is not None and match.rated and state.result.reason != "void":
@@ -444,7 +465,14 @@ def _commit_change(match: Match, state: engine.MatchState, events: list[dict], n
     match.save()
     # Robust: the change is committed; a lost broadcast is repaired by the clients' resync.
     # A lambda, not a partial: Django names a failing robust callback by its __qualname__.
-    transaction.on_commit(lambda: _after_commit(match, state, events), robust=True)
+    transaction.on_commit(lambda: _after_commit(match, state, events, arrival_token), robust=True)
+
+
+def _append_events(match: Match, state: engine.MatchState, events: list[dict]) -> None:
+    MatchEvent.objects.bulk_create(
+        MatchEvent(match=match, seq=event["seq"], round_number=state.round_no, data=event)
+        for event in events
+    )
 
 
 def _store(match: Match, state: engine.MatchState, now_ms: int) -> None:
@@ -469,10 +497,19 @@ def _store(match: Match, state: engine.MatchState, now_ms: int) -> None:
         match.deadline_ms, match.deadline_kind = state.deadline_ms, Match.DeadlineKind.DECISION
 
 
-def _after_commit(match: Match, state: engine.MatchState, events: list[dict]) -> None:
+def _after_commit(
+    match: Match, state: engine.MatchState, events: list[dict], arrival_token: str | None = None
+) -> None:
+    """Tell Redis (the deadline, the last seq for pings, the command no longer pending: one
+    round trip) and everyone concerned."""
     try:
-        deadlines.remember(str(match.id), match.deadline_ms)
-    except Exception:  # the sweeper rebuilds deadlines from the database
+        pipe = sync_redis().pipeline(transaction=False)
+        deadlines.remember(str(match.id), match.deadline_ms, pipe)
+        broadcast.note_seq(pipe, match.id, state.seq)
+        if arrival_token is not None:
+            timekeeping.release_into(pipe, str(match.id), arrival_token)
+        pipe.execute()
+    except Exception:  # the sweeper rebuilds deadlines; a pending arrival expires by itself
         log.exception("could not arm the deadline of match %s", match.pk)
     broadcast.publish(match, state, events)
     if computer_to_act(match, state):

@@ -117,6 +117,11 @@ def stamp_arrival_sync(match_id: str) -> Arrival:
     return Arrival(match_id, token, int(at_ms), monotonic_ms() - started)
 
 
+def release_into(pipe, match_id: str, token: str) -> None:
+    """The arrival ``token`` is no longer pending, as part of ``pipe``'s round trip."""
+    pipe.zrem(ARRIVALS_KEY.format(match_id=match_id), token)
+
+
 def release_arrival_sync(arrival: Arrival) -> None:
     try:
         sync_redis().zrem(ARRIVALS_KEY.format(match_id=arrival.match_id), arrival.token)

@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('matches', '0006_match_analysis'),
+        ("matches", "0006_match_analysis"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='match',
-            name='deadline_kind',
-            field=models.CharField(blank=True, choices=[('decision', 'Decision'), ('start', 'Start'), ('deal', 'Deal')], max_length=8),
+            model_name="match",
+            name="deadline_kind",
+            field=models.CharField(
+                blank=True,
+                choices=[("decision", "Decision"), ("start", "Start"), ("deal", "Deal")],
+                max_length=8,
+            ),
         ),
     ]
