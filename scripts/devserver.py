@@ -31,12 +31,14 @@ ROOT = Path(__file__).resolve().parent.parent
 if __package__ in (None, ""):  # run as a file: make the project importable
     sys.path.insert(0, str(ROOT))
 
+from scripts.loadbalancer import Backend, haproxy_binary, start_haproxy  # noqa: E402
 from scripts.localredis import start_local_redis  # noqa: E402
 from scripts.proc import (  # noqa: E402
     Backoff,
     Supervisor,
     accepts_connections,
     daphne_command,
+    free_port,
     port_is_free,
 )
 
@@ -118,12 +120,43 @@ def lock_run_dir(run_dir: Path):
     return lock
 
 
+def web_process_count() -> int:
+    """WEB_PROCESSES, or one per core; several need HAProxy in front (else one serves)."""
+    wanted = max(1, int(os.environ.get("WEB_PROCESSES") or os.cpu_count() or 1))
+    if wanted > 1 and haproxy_binary() is None:
+        log(
+            f"haproxy is not installed: serving with 1 web process instead of {wanted} "
+            "(Debian: apt-get install haproxy; or WEB_PROCESSES=1 to silence this)"
+        )
+        return 1
+    return wanted
+
+
+def start_web(supervisor: Supervisor, env: dict[str, str], args, run_dir: Path) -> None:
+    """One Daphne on the port, or N on internal ports behind HAProxy on it."""
+    count = web_process_count()
+    if count == 1:
+        supervisor.start(
+            "daphne", daphne_command(args.host, args.port, PYTHON), env=env, cwd=ROOT,
+            restart=RESTART,
+        )  # fmt: skip
+        return
+    backends = [Backend(f"daphne-{n}", "127.0.0.1", free_port()) for n in range(1, count + 1)]
+    # Behind HAProxy, which sets X-Forwarded-For to the client: sign-in throttling counts it.
+    web_env = {**env, "SIGNIN_TRUSTED_PROXIES": "1"}
+    for backend in backends:
+        command = daphne_command(backend.host, backend.port, PYTHON, behind_proxy=True)
+        supervisor.start(backend.name, command, env=web_env, cwd=ROOT, restart=RESTART)
+    stats = start_haproxy(supervisor, run_dir, args.host, args.port, backends, restart=RESTART)
+    log(f"{count} web processes behind HAProxy (its stats: {stats})")
+
+
 def start_children(supervisor: Supervisor, env: dict[str, str], args, run_dir: Path) -> None:
+    start_web(supervisor, env, args, run_dir)
     celery = [PYTHON, "-m", "celery", "-A", "config"]
     # Beat sends three tasks every second: at INFO their lines would bury everything else.
     celery_log_level = os.environ.get("CELERY_LOG_LEVEL", "WARNING")
     commands = {
-        "daphne": daphne_command(args.host, args.port, PYTHON),
         "worker": [*celery, "worker", f"--loglevel={celery_log_level}", "--concurrency=2"],
         "beat": [
             *celery,

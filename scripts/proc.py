@@ -36,12 +36,17 @@ _PR_SET_PDEATHSIG = 1
 DAPHNE_MAX_MESSAGE_BYTES = 65_536
 
 
-def daphne_command(host: str, port: int, python: str = sys.executable) -> list[str]:
-    """The one way this project starts a web process (make run, tests, benchmarks)."""
+def daphne_command(
+    host: str, port: int, python: str = sys.executable, *, behind_proxy: bool = False
+) -> list[str]:
+    """The one way this project starts a web process (make run, tests, benchmarks).
+    ``behind_proxy``: the client's address comes from the load balancer's X-Forwarded-For
+    (only then: a client reaching Daphne directly could write that header itself)."""
     return [
         python, "-m", "daphne", "-b", host, "-p", str(port),
         "--websocket-max-message-size", str(DAPHNE_MAX_MESSAGE_BYTES),
         "--websocket-max-frame-size", str(DAPHNE_MAX_MESSAGE_BYTES),
+        *(["--proxy-headers"] if behind_proxy else []),
         "config.asgi:application",
     ]  # fmt: skip
 

@@ -79,12 +79,19 @@ class DaphneServer:
         return f"ws://{self.host}:{self.port}"
 
 
-def start_daphne(supervisor: Supervisor, env: dict[str, str], log_path: Path) -> DaphneServer:
+def start_daphne(
+    supervisor: Supervisor,
+    env: dict[str, str],
+    log_path: Path,
+    *,
+    name: str = "daphne",
+    behind_proxy: bool = False,
+) -> DaphneServer:
     server = DaphneServer("127.0.0.1", free_port())
     with open(log_path, "ab") as log:
         process = supervisor.start(
-            "daphne",
-            daphne_command(server.host, server.port, PYTHON),
+            name,
+            daphne_command(server.host, server.port, PYTHON, behind_proxy=behind_proxy),
             env=env,
             cwd=ROOT,
             stdout=log,
