@@ -45,12 +45,19 @@ def _tournament_1s() -> dict:
     return run_strong()
 
 
+def _move_cost() -> dict:
+    from benchmarks.move_cost_bench import run
+
+    return run()
+
+
 BENCHMARKS = {
     "engine": _engine,
     "api": _api,
     "tournament": _tournament,
     "expert_timing": _expert_timing,
     "tournament_1s": _tournament_1s,
+    "move_cost": _move_cost,
 }
 OPTIONAL = ("tournament_1s",)
 

@@ -78,11 +78,20 @@ def database_config(url: str, *, conn_max_age: int = 0) -> dict:
     return config
 
 
-def redis_channel_layers(redis_url: str) -> dict:
-    """CHANNEL_LAYERS for channels-redis on one Redis, with short socket timeouts."""
+CHANNEL_LAYER_BACKENDS = {
+    "core": "channels_redis.core.RedisChannelLayer",
+    "pubsub": "channels_redis.pubsub.RedisPubSubChannelLayer",
+}
+
+
+def redis_channel_layers(redis_url: str, kind: str = "core") -> dict:
+    """CHANNEL_LAYERS for channels-redis on one Redis, with short socket timeouts. ``kind``:
+    ``core`` (lists and sorted sets, the default) or ``pubsub`` (Redis PUBLISH)."""
+    if kind not in CHANNEL_LAYER_BACKENDS:
+        raise ImproperlyConfigured(f"CHANNEL_LAYER is one of {sorted(CHANNEL_LAYER_BACKENDS)}")
     return {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": CHANNEL_LAYER_BACKENDS[kind],
             "CONFIG": {
                 "hosts": [
                     {

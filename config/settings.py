@@ -107,7 +107,7 @@ AUTH_PASSWORD_VALIDATORS = [
 # --- Redis: channel layer, cache, Celery ----------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 
-CHANNEL_LAYERS = redis_channel_layers(REDIS_URL)
+CHANNEL_LAYERS = redis_channel_layers(REDIS_URL, env_str("CHANNEL_LAYER", "core"))
 
 CACHES = {
     "default": {

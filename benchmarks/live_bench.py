@@ -1,0 +1,475 @@
+"""``make bench-live``: live matches at a human pace against the whole stack, beside two echoes.
+
+    make bench-live ARGS="--matches 10,500,1000 --seconds 120"
+
+It starts the stack itself, as `make run` does (scripts/devserver.py): a fresh local Redis, N
+web processes (Daphne, one per core by default) behind HAProxy, a Celery worker and beat, on
+PostgreSQL when DATABASE_URL is set (else a fresh SQLite file). For each size M it creates M
+matches and plays them with bot clients (clients/match_client.py) in separate processes: each
+decision 2-4 s after the player's turn came, a ping every 5 s, contributions to each deal at
+once. A share of the matches (``--forfeits``) has one player fall silent at a random moment,
+so their clocks run out and the forfeits are timed. Throughout, two probes measure the floor:
+(a) ``ws/echo/`` through the channel layer on the same web processes, (b) a bare ASGI echo on
+a Daphne of its own. It writes benchmarks/results/live.json (each run: ``matches``,
+``ack_ms``, ``broadcast_ms``, ``echo_layer_ms``, ``echo_bare_ms``, ``forfeit_late_ms``,
+``cpu``, ``errors``) and, with ``--docs``, docs/benchmarks.md with its plots.
+
+Why not locust: a session here is two long-lived WebSockets taking turns on one match, with the
+server's state deciding who sends what; the project's own client plays it exactly, and these
+processes are the load generator (locust would wrap the same client for no gain).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import multiprocessing
+import os
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results" / "live.json"
+PACE_S = (2.0, 4.0)
+PING_S = 5.0
+CONNECT_BATCH = 100  # sockets opened at once while a run ramps up
+FORFEIT_CLOCK = {"bank_ms": 5_000, "delay_ms": 5_000}  # a silent player loses within 10 s
+
+
+@dataclass(frozen=True)
+class Seat:
+    match_id: str
+    seat: int
+    session: str
+    silent_after_s: float | None  # this player stops deciding then (a forfeit to time)
+
+
+# --- the bot processes -------------------------------------------------------------------------
+
+
+def percentiles(samples: list[float]) -> dict:
+    if not samples:
+        return {"p50": None, "p99": None, "n": 0}
+    ordered = sorted(samples)
+    pick = lambda q: round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)  # noqa: E731
+    return {"p50": pick(0.50), "p99": pick(0.99), "n": len(ordered)}
+
+
+def wall_ms() -> float:
+    return time.time() * 1000
+
+
+def bot_process(seats: list[dict], url: str, seconds: float, seed: int, out: str, ready) -> None:
+    """Play ``seats`` for ``seconds`` once all are connected (then ``ready`` is set); write what
+    was measured to ``out``."""
+    asyncio.run(_play_all([Seat(**seat) for seat in seats], url, seconds, seed, out, ready))
+
+
+async def _play_all(seats: list[Seat], url: str, seconds: float, seed: int, out: str, ready):
+    from clients.match_client import MatchClient
+
+    stats = {"ack": [], "broadcast": [], "forfeit": [], "early": 0, "errors": Counter(), "n": 0}
+
+    class TimedClient(MatchClient):
+        """Times each event made by the other seat (or the server) from its stamp to here."""
+
+        watching_forfeits = None  # the seat whose opponent falls silent times the forfeit
+
+        async def _on_state(self, message: dict) -> None:
+            now = wall_ms()
+            for event in message["events"]:
+                if event["seq"] <= self.seq:
+                    continue
+                if event["type"] in ("timeout", "abandon"):
+                    if self.watching_forfeits is not None and self.seat == self.watching_forfeits:
+                        stats["forfeit"].append(now - event["at_ms"])
+                        stats["early"] += now < event["at_ms"]
+                elif self.seat is not None and event.get("seat") not in (None, self.seat):
+                    stats["broadcast"].append(now - event["at_ms"])
+            await super()._on_state(message)
+
+    clients = []
+    for start in range(0, len(seats), CONNECT_BATCH):
+        batch = seats[start : start + CONNECT_BATCH]
+        opened = await asyncio.gather(
+            *(TimedClient.connect(url, s.match_id, sessionid=s.session) for s in batch),
+            return_exceptions=True,
+        )
+        for seat, client in zip(batch, opened, strict=True):
+            if isinstance(client, BaseException):
+                stats["errors"][f"connect: {type(client).__name__}"] += 1
+                continue
+            if seat.silent_after_s is not None:
+                client.watching_forfeits = 1 - seat.seat  # the opponent times the forfeit
+            clients.append((seat, client))
+    ready.set()
+    rng = random.Random(seed)
+    loop = asyncio.get_running_loop()
+    end = loop.time() + seconds
+    await asyncio.gather(*(_play_seat(s, c, rng, loop, end, stats) for s, c in clients))
+    Path(out).write_text(json.dumps({**stats, "errors": dict(stats["errors"])}))
+
+
+async def _play_seat(seat: Seat, client, rng, loop, end, stats) -> None:
+    from clients.match_client import choose
+    from engine import contribution
+
+    pinger = asyncio.create_task(_ping(client))
+    silent_at = None if seat.silent_after_s is None else loop.time() + seat.silent_after_s
+    acted_at = None
+    try:
+        await client.wait_for(lambda c: c.state is not None, 30)
+        while loop.time() < end and not client.over:
+            seen = acted_at
+            try:
+                await client.wait_for(
+                    lambda c, seen=seen: c.over or (c.my_turn() and c.state["seq"] != seen),
+                    max(0.1, end - loop.time()),
+                )
+            except TimeoutError:
+                break
+            if client.over or (silent_at is not None and loop.time() >= silent_at):
+                await _until(client, loop, end)  # silent: the clock runs out
+                break
+            acted_at = client.state["seq"]
+            if client.contribution_due:
+                command = contribution()
+            else:
+                await asyncio.sleep(rng.uniform(*PACE_S))
+                if client.over or loop.time() >= end:
+                    break
+                command = {"type": "start"} if client.clocks_stand else None
+                command = command or choose(client.view, "greedy", rng)
+            started = time.perf_counter()
+            reply = await client.command(command, timeout=30)
+            stats["n"] += 1
+            if reply["type"] == "ack":
+                stats["ack"].append((time.perf_counter() - started) * 1000)
+            else:
+                stats["errors"][reply["code"]] += 1
+                acted_at = None
+    except Exception as exc:  # noqa: BLE001 - counted, reported in the results
+        stats["errors"][type(exc).__name__] += 1
+    finally:
+        pinger.cancel()
+        if not client.over:
+            await client.send({"type": "resign"})  # leave nothing live for the next run
+        await client.close()
+
+
+async def _until(client, loop, end) -> None:
+    try:
+        await client.wait_for(lambda c: c.over, max(0.1, end - loop.time()))
+    except TimeoutError:
+        pass
+
+
+async def _ping(client) -> None:
+    while True:
+        await asyncio.sleep(PING_S)
+        await client.send({"type": "ping", "t": wall_ms()})
+
+
+# --- the echo probes ---------------------------------------------------------------------------
+
+
+async def echo_probe(ws_url: str, seconds: float, period_s: float = 0.2) -> list[float]:
+    import websockets
+
+    samples = []
+    origin = ws_url.replace("ws://", "http://").split("/ws/")[0]
+    async with websockets.connect(ws_url, origin=origin) as ws:
+        end = asyncio.get_running_loop().time() + seconds
+        while asyncio.get_running_loop().time() < end:
+            started = time.perf_counter()
+            await ws.send(json.dumps({"type": "echo", "t": started}))
+            await ws.recv()
+            samples.append((time.perf_counter() - started) * 1000)
+            await asyncio.sleep(period_s)
+    return samples
+
+
+# --- the stack ---------------------------------------------------------------------------------
+
+
+class Stack:
+    """The processes of `make run` (and a bare echo), started for the benchmark."""
+
+    def __init__(self, run_dir: Path, *, web: int, layer: str):
+        from scripts.devserver import prepare_environment
+        from scripts.proc import Supervisor, free_port
+
+        self.run_dir = run_dir
+        self.supervisor = Supervisor(log=lambda message: print(f"[stack] {message}", flush=True))
+        self.supervisor.__enter__()
+        os.environ.pop("REDIS_URL", None)  # always a fresh Redis of the benchmark's own
+        env = prepare_environment(self.supervisor, run_dir)
+        env.update(
+            WEB_PROCESSES=str(web),
+            CHANNEL_LAYER=layer,
+            # Every bot connects from 127.0.0.1: the per-address cap is for the internet.
+            WS_MAX_CONNECTIONS_PER_ADDRESS="1000000",
+            DATABASE_URL=os.environ.get("DATABASE_URL") or f"sqlite:///{run_dir / 'bench.sqlite3'}",
+            LOG_LEVEL="WARNING",
+            # The bots connect after their matches are made: no stand-in while they do.
+            DEAL_CONTRIBUTION_MS="120000",
+        )
+        self.env = env
+        self.port = free_port()
+        self.bare_port = free_port()
+
+    def start(self) -> None:
+        from scripts.devserver import manage, start_children
+        from scripts.proc import daphne_command, wait_until
+
+        manage(self.env, "migrate", "--noinput", "--verbosity", "0")
+        args = argparse.Namespace(host="127.0.0.1", port=self.port)
+        with children_output(self.run_dir / "stack.log"):
+            start_children(self.supervisor, self.env, args, self.run_dir)
+            bare = daphne_command("127.0.0.1", self.bare_port, sys.executable)
+            bare[-1] = "benchmarks.bare_echo:application"
+            self.supervisor.start("bare-echo", bare, env=self.env, cwd=ROOT)
+        wait_until(lambda: healthy(f"{self.url}/healthz"), 60, message="the site")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def pids(self) -> dict[str, int]:
+        return {name: process.pid for name, process in self.supervisor.children.items()}
+
+    def stop(self) -> None:
+        self.supervisor.__exit__(None, None, None)
+
+
+@contextlib.contextmanager
+def children_output(path: Path):
+    """Processes started inside write to ``path`` (Daphne logs every request), not to ours."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with open(path, "ab") as log:
+        os.dup2(log.fileno(), 1)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def healthy(url: str) -> bool:
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return response.status == 200
+
+
+def ensure_postgres_database(url: str) -> None:
+    """Create the benchmark's PostgreSQL database if it is not there yet."""
+    from urllib.parse import urlsplit
+
+    import psycopg
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    with psycopg.connect(url.replace(parts.path, "/postgres"), autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
+    """CPU time (user + system) of each process and its children so far."""
+    import psutil
+
+    used = {}
+    for name, pid in pids.items():
+        try:
+            process = psutil.Process(pid)
+            family = [process, *process.children(recursive=True)]
+            used[name] = sum(p.cpu_times().user + p.cpu_times().system for p in family)
+        except psutil.NoSuchProcess:
+            used[name] = 0.0
+    return used
+
+
+# --- one run -----------------------------------------------------------------------------------
+
+
+def setup_django(env: dict[str, str]) -> None:
+    os.environ.update(
+        {k: env[k] for k in ("DATABASE_URL", "REDIS_URL", "SECRET_KEY", "CHANNEL_LAYER")}
+    )
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    import django
+
+    django.setup()
+
+
+def create_matches(count: int, forfeit_share: float, seconds: float, run: int, rng) -> list:
+    """``count`` matches between fresh users, each player with a session; their seats."""
+    from django.conf import settings
+    from django.contrib.auth import (
+        BACKEND_SESSION_KEY,
+        HASH_SESSION_KEY,
+        SESSION_KEY,
+        get_user_model,
+    )
+    from django.utils.module_loading import import_string
+
+    import engine
+    from matches import services, timekeeping
+
+    User = get_user_model()
+    users = []
+    for n in range(2 * count):
+        user = User(username=f"bench{run}x{n}")
+        user.set_unusable_password()  # no password hashing: 2,000 users in a second
+        users.append(user)
+    User.objects.bulk_create(users)
+    users = list(User.objects.filter(username__startswith=f"bench{run}x").order_by("pk"))
+    store = import_string(f"{settings.SESSION_ENGINE}.SessionStore")
+    sessions = {}
+    for user in users:
+        session = store()
+        session[SESSION_KEY] = str(user.pk)
+        session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+        session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+        session.create()
+        sessions[user.pk] = session.session_key
+    seats = []
+    for n in range(count):
+        player0, player1 = users[2 * n], users[2 * n + 1]
+        forfeit = rng.random() < forfeit_share
+        clock = engine.ClockConfig(**FORFEIT_CLOCK) if forfeit else None
+        match = services.match_create(
+            player0=player0, player1=player1, now_ms=timekeeping.now_ms(), clock=clock
+        )
+        silent_seat = rng.randrange(2) if forfeit else None
+        for seat, player in enumerate((player0, player1)):
+            silent = rng.uniform(5, max(6, seconds - 20)) if seat == silent_seat else None
+            seats.append(Seat(str(match.pk), seat, sessions[player.pk], silent))
+    return seats
+
+
+def one_run(stack: Stack, matches: int, args, run: int) -> dict:
+    rng = random.Random(args.seed + run)
+    seats = create_matches(matches, args.forfeits, args.seconds, run, rng)
+    shares = [seats[n :: args.bots] for n in range(args.bots)]
+    outputs = [Path(stack.run_dir) / f"bots-{run}-{n}.json" for n in range(args.bots)]
+    context = multiprocessing.get_context("spawn")
+    readies = [context.Event() for _ in shares]
+    bots = [
+        context.Process(
+            target=bot_process,
+            args=(
+                [asdict(s) for s in share],
+                stack.url,
+                args.seconds,
+                args.seed + n,
+                str(out),
+                readies[n],
+            ),
+        )  # fmt: skip
+        for n, (share, out) in enumerate(zip(shares, outputs, strict=True))
+    ]
+    for bot in bots:
+        bot.start()
+    for ready in readies:  # every socket open: the measured window starts
+        ready.wait(timeout=300)
+    pids = {**stack.pids(), **{f"bots-{n}": bot.pid for n, bot in enumerate(bots)}}
+    before, started = cpu_seconds(pids), time.monotonic()
+    ws = stack.url.replace("http://", "ws://")
+    probe_s = max(5.0, args.seconds - 5)
+    bare_url = f"ws://127.0.0.1:{stack.bare_port}/"
+    layer, bare = asyncio.run(_probes(f"{ws}/ws/echo/", bare_url, probe_s))
+    after, elapsed = cpu_seconds(pids), time.monotonic() - started
+    for bot in bots:
+        bot.join(timeout=args.seconds + 120)
+    merged = {"ack": [], "broadcast": [], "forfeit": [], "early": 0, "errors": Counter(), "n": 0}
+    for out in outputs:
+        part = json.loads(out.read_text()) if out.exists() else {"errors": {"bot died": 1}}
+        for key in ("ack", "broadcast", "forfeit"):
+            merged[key] += part.get(key, [])
+        merged["early"] += part.get("early", 0)
+        merged["n"] += part.get("n", 0)
+        merged["errors"].update(part.get("errors", {}))
+    forfeits = percentiles(merged["forfeit"])
+    return {
+        "matches": matches,
+        "seconds": args.seconds,
+        "commands": merged["n"],
+        "commands_per_s": round(merged["n"] / args.seconds, 1),
+        "ack_ms": percentiles(merged["ack"]),
+        "broadcast_ms": percentiles(merged["broadcast"]),
+        "echo_layer_ms": percentiles(layer),
+        "echo_bare_ms": percentiles(bare),
+        "forfeit_late_ms": {
+            **forfeits,
+            "max": round(max(merged["forfeit"]), 2) if merged["forfeit"] else None,
+            "early": merged["early"],
+        },
+        "cpu": {
+            name: round(100 * (after[name] - before.get(name, 0)) / elapsed, 1) for name in after
+        },
+        "errors": dict(merged["errors"]),
+    }
+
+
+async def _probes(layer_url: str, bare_url: str, seconds: float):
+    return await asyncio.gather(echo_probe(layer_url, seconds), echo_probe(bare_url, seconds))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--matches", default="10,100", help="comma-separated sizes")
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--web", type=int, default=os.cpu_count() or 1, help="web processes")
+    parser.add_argument("--bots", type=int, default=2, help="bot processes")
+    parser.add_argument("--layer", choices=("core", "pubsub"), default="core")
+    parser.add_argument("--forfeits", type=float, default=0.25, help="share of matches")
+    parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--label", default="", help="a name for this set of runs")
+    args = parser.parse_args(argv)
+    sizes = [int(size) for size in args.matches.split(",")]
+    if "postgres" in (os.environ.get("DATABASE_URL") or ""):
+        ensure_postgres_database(os.environ["DATABASE_URL"])
+    with tempfile.TemporaryDirectory(prefix="bench-live-") as run_dir:
+        stack = Stack(Path(run_dir), web=args.web, layer=args.layer)
+        try:
+            stack.start()
+            setup_django(stack.env)
+            runs = []
+            for run, size in enumerate(sizes):
+                print(f"[bench-live] {size} matches for {args.seconds:.0f} s ...", flush=True)
+                runs.append(one_run(stack, size, args, run))
+                print(json.dumps(runs[-1]), flush=True)
+        finally:
+            stack.stop()
+    database = "postgresql" if "postgres" in (os.environ.get("DATABASE_URL") or "") else "sqlite"
+    result = {
+        "label": args.label,
+        "database": database,
+        "web_processes": args.web,
+        "channel_layer": args.layer,
+        "cores": os.cpu_count(),
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "runs": runs,
+    }
+    out = Path(args.out)
+    previous = json.loads(out.read_text()) if out.exists() else {}
+    sets = [s for s in previous.get("sets", []) if s.get("label") != args.label]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"sets": [*sets, result]}, indent=2) + "\n")
+    print(f"[bench-live] wrote {out}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
