@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench lint manage
+.PHONY: run test bench bench-live lint manage
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,16 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.run
+
+# Live matches against the whole stack, e.g. make bench-live ARGS="--matches 10,500,1000 --seconds 120"
+BENCH_STAMP := $(VENV)/.installed-bench
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
+
+bench-live: $(BENCH_STAMP)
+	$(PY) -m benchmarks.live_bench $(ARGS)
+	$(PY) -m benchmarks.report
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -1,0 +1,194 @@
+"""docs/benchmarks.md and its plots, from benchmarks/results/live.json and move_cost.json.
+
+    python -m benchmarks.report
+
+Run by `make bench-live` after each measurement; it only reads results, so it can be run again
+by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+DOC = ROOT / "docs" / "benchmarks.md"
+PLOTS = ROOT / "docs" / "benchmarks"
+
+
+def _load(name: str) -> dict | None:
+    path = RESULTS / name
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _figure():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_latency(runs_set: dict, path: Path) -> None:
+    plt = _figure()
+    runs = runs_set["runs"]
+    x = [run["matches"] for run in runs]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for key, label, style in (
+        ("ack_ms", "move ack", "-o"),
+        ("broadcast_ms", "broadcast", "-s"),
+        ("echo_layer_ms", "echo (a): channel layer", "--^"),
+        ("echo_bare_ms", "echo (b): bare ASGI", ":v"),
+    ):
+        for quantile, alpha in (("p50", 1.0), ("p99", 0.45)):
+            ax.plot(x, [run[key][quantile] for run in runs], style, alpha=alpha,
+                    label=f"{label} {quantile}")  # fmt: skip
+    ax.set_xlabel("concurrent matches")
+    ax.set_ylabel("ms")
+    ax.set_yscale("log")
+    ax.set_title(f"Latency at a human pace ({_describe(runs_set)})")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_cpu(runs_set: dict, path: Path) -> None:
+    plt = _figure()
+    runs = runs_set["runs"]
+    names = sorted({name for run in runs for name in run["cpu"]})
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    bottoms = [0.0] * len(runs)
+    labels = [str(run["matches"]) for run in runs]
+    for name in names:
+        values = [run["cpu"].get(name, 0.0) for run in runs]
+        ax.bar(labels, values, bottom=bottoms, label=name)
+        bottoms = [b + v for b, v in zip(bottoms, values, strict=True)]
+    ax.set_xlabel("concurrent matches")
+    ax.set_ylabel("% of one core")
+    ax.set_title(f"CPU per process ({_describe(runs_set)})")
+    ax.legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_forfeits(runs_set: dict, path: Path) -> None:
+    plt = _figure()
+    runs = [run for run in runs_set["runs"] if run["forfeit_late_ms"]["n"]]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    x = [run["matches"] for run in runs]
+    for key, style in (("p50", "-o"), ("p99", "-s"), ("max", ":^")):
+        ax.plot(x, [run["forfeit_late_ms"][key] for run in runs], style, label=key)
+    ax.axhline(25, color="grey", linestyle="--", linewidth=1, label="25 ms")
+    ax.set_xlabel("concurrent matches")
+    ax.set_ylabel("ms from the deadline to the client's receipt")
+    ax.set_title("Forfeit lateness")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_move_cost(move_cost: dict, path: Path) -> None:
+    plt = _figure()
+    rounds = sorted(int(n) for n in move_cost["move_ms_by_round"])
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.plot(rounds, [move_cost["move_ms_by_round"][str(n)] for n in rounds], "-o", markersize=3)
+    ax.axvspan(30, 44, color="orange", alpha=0.15, label="rounds 30-44")
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("round")
+    ax.set_ylabel("median ms per command")
+    ax.set_title(f"A move's cost in the match service by round ({move_cost['database']})")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _describe(runs_set: dict) -> str:
+    return (
+        f"{runs_set['database']}, {runs_set['web_processes']} web processes, "
+        f"{runs_set['channel_layer']} layer"
+    )
+
+
+def _q(value) -> str:
+    return "—" if value is None else f"{value:g}"
+
+
+def _table(runs_set: dict) -> list[str]:
+    lines = [
+        "| matches | commands/s | ack p50 / p99 | broadcast p50 / p99 | echo (a) p50 / p99 "
+        "| echo (b) p50 / p99 | ack p50 ÷ echo (a) p50 | forfeits: n, p50 / p99 / max, early "
+        "| CPU (% of a core) | errors |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for run in runs_set["runs"]:
+        ack, cast = run["ack_ms"], run["broadcast_ms"]
+        layer, bare, late = run["echo_layer_ms"], run["echo_bare_ms"], run["forfeit_late_ms"]
+        ratio = ack["p50"] / layer["p50"] if ack["p50"] and layer["p50"] else None
+        cpu = ", ".join(f"{name} {pct:g}" for name, pct in sorted(run["cpu"].items()))
+        errors = ", ".join(f"{code} {n}" for code, n in sorted(run["errors"].items())) or "none"
+        lines.append(
+            f"| {run['matches']} | {run['commands_per_s']} | {_q(ack['p50'])} / {_q(ack['p99'])} "
+            f"| {_q(cast['p50'])} / {_q(cast['p99'])} | {_q(layer['p50'])} / {_q(layer['p99'])} "
+            f"| {_q(bare['p50'])} / {_q(bare['p99'])} | {_q(ratio and round(ratio, 2))} "
+            f"| {late['n']}, {_q(late['p50'])} / {_q(late['p99'])} / {_q(late['max'])}, "
+            f"{late['early']} | {cpu} | {errors} |"
+        )
+    return lines
+
+
+def write() -> Path:
+    live, move_cost = _load("live.json"), _load("move_cost.json")
+    PLOTS.mkdir(parents=True, exist_ok=True)
+    lines = [
+        "# Benchmarks of the live service",
+        "",
+        "Made by `make bench-live` (benchmarks/live_bench.py, then benchmarks/report.py) and",
+        "`make bench` (benchmarks/move_cost_bench.py) on this project's 2-core machine. Each",
+        "figure stands beside the floor measured in the same run: echo (a) is `ws/echo/` through",
+        "the channel layer on the same web processes, echo (b) a bare ASGI echo on a Daphne of",
+        "its own. The bots play at a human pace (2-4 s before each decision, a ping every 5 s)",
+        "from processes of their own on the same machine, so their CPU is in the figures too.",
+        "",
+    ]
+    for runs_set in (live or {}).get("sets", []):
+        slug = runs_set["label"] or f"{runs_set['database']}-{runs_set['channel_layer']}"
+        lines += [f"## {slug}: {_describe(runs_set)}", ""]
+        lines += [f"Measured {runs_set['measured_at']}.", ""]
+        lines += _table(runs_set) + [""]
+        for kind, plot in (("latency", plot_latency), ("cpu", plot_cpu)):
+            name = f"live-{slug}-{kind}.png"
+            plot(runs_set, PLOTS / name)
+            lines += [f"![{kind}](benchmarks/{name})", ""]
+        if any(run["forfeit_late_ms"]["n"] for run in runs_set["runs"]):
+            name = f"live-{slug}-forfeits.png"
+            plot_forfeits(runs_set, PLOTS / name)
+            lines += [f"![forfeits](benchmarks/{name})", ""]
+    if move_cost:
+        plot_move_cost(move_cost, PLOTS / "move-cost.png")
+        match = move_cost["match"]
+        lines += [
+            "## A move's cost against the round number",
+            "",
+            f"One match of {match['rounds']} rounds ({match['commands']} commands) through",
+            f"`services.match_submit` on {move_cost['database']}: a move costs",
+            f"{move_cost['move_ms_round_1']} ms in round 1 and {move_cost['move_ms_rounds_30_44']}",
+            f"ms in rounds 30-44 (median), a ratio of {move_cost['ratio_30_44_to_1']}.",
+            "",
+            "![move cost](benchmarks/move-cost.png)",
+            "",
+        ]
+    DOC.write_text("\n".join(lines))
+    return DOC
+
+
+if __name__ == "__main__":
+    print(f"wrote {write()}")
