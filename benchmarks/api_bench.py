@@ -100,7 +100,7 @@ def _load() -> dict:
         pool.append((json.dumps(record["rounds"], separators=(",", ":")), record, last_seq))
     columns = (
         "id", "mode", "rated", "status", "created_at", "finished_at", "player0_id", "player1_id",
-        "record", "seq", "secret_seed", "deadline_kind", "cseq0", "cseq1", "winner", "reason",
+        "header", "seq", "secret_seed", "deadline_kind", "cseq0", "cseq1", "winner", "reason",
         "rating_before0", "rating_before1", "rating_after0", "rating_after1",
         "balances", "round_count",
     )  # fmt: skip

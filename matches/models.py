@@ -1,7 +1,8 @@
-"""A match is its record (ARCHIVE.md): the deals and the accepted events. The deals and the
-players are the match's ``header``; each accepted event is a row of its own, appended once, so a
-move costs the same however long the match. The other columns are indexes and caches for
-queries, plus the secrets of the round being played."""
+"""A match is its record (ARCHIVE.md): the deals and the accepted events. While it is live, the
+deals and the players are the match's ``header`` and each accepted event is a row of its own,
+appended once, so a move costs the same however long the match; when it ends, the whole record
+is folded into the header. The other columns are indexes and caches for queries, plus the
+secrets of the round being played."""
 
 from __future__ import annotations
 
@@ -42,8 +43,9 @@ class Match(models.Model):
     player1 = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )
-    # The record of ARCHIVE.md without its events (each round's "events" is []): written when a
-    # round is dealt, revealed or added, or the match ends; the events are MatchEvent rows.
+    # The record of ARCHIVE.md. While the match is live, without its events (each round's
+    # "events" is []: they are MatchEvent rows), written only when a round is dealt, revealed
+    # or added; once the match is over, the whole record, events folded in, for good.
     # The round being played has its seed withheld.
     header = models.JSONField()
     seq = models.PositiveIntegerField(default=0)  # number of the last event
@@ -113,7 +115,8 @@ class Match(models.Model):
 
 
 class MatchEvent(models.Model):
-    """One accepted event of a match (ARCHIVE.md's event object), appended once, never changed."""
+    """One accepted event of a live match (ARCHIVE.md's event object), appended once, never
+    changed; folded into the match's header when the match ends."""
 
     match = models.ForeignKey(Match, on_delete=models.CASCADE, related_name="events")
     seq = models.PositiveIntegerField()

@@ -451,7 +451,10 @@ def _commit_change(
     """Append the events, deal the next round when one ended, store everything, and after
     commit tell everyone and arm the deadline. The header is written only when it changes;
     a save of a match whose header was not loaded leaves it alone."""
-    _append_events(match, state, events)
+    if state.result is not None:
+        _fold_record(match, state, events)
+    else:
+        _append_events(match, state, events)
     if engine.header_changes(state, events):
         engine.update_header(match.header, state)
     if state.round_over and state.result is None:  # a round ended: the next waits for its deal
@@ -466,6 +469,15 @@ def _commit_change(
     # Robust: the change is committed; a lost broadcast is repaired by the clients' resync.
     # A lambda, not a partial: Django names a failing robust callback by its __qualname__.
     transaction.on_commit(lambda: _after_commit(match, state, events, arrival_token), robust=True)
+
+
+def _fold_record(match: Match, state: engine.MatchState, events: list[dict]) -> None:
+    """The match is over and never changes again: its whole record goes into the header, read
+    in one piece from now on, and its event rows go (the table holds live matches only)."""
+    record = match.record
+    engine.add_events(record, state, events)
+    match.header = record
+    match.events.all().delete()
 
 
 def _append_events(match: Match, state: engine.MatchState, events: list[dict]) -> None:

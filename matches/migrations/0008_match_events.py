@@ -1,14 +1,17 @@
-"""Each accepted event becomes a row of its own; the record keeps the deals and players only
-(``header``), so a move no longer rewrites the whole record."""
+"""Each accepted event of a live match becomes a row of its own and its record keeps the deals
+and players only (``header``), so a move no longer rewrites the whole record; a match that is
+over keeps its whole record."""
 
 import django.db.models.deletion
 from django.db import migrations, models
+
+LIVE = ("waiting", "live")  # a match that is over keeps its whole record in the header
 
 
 def events_apart(apps, schema_editor):
     Match = apps.get_model("matches", "Match")
     MatchEvent = apps.get_model("matches", "MatchEvent")
-    for match in Match.objects.only("pk", "header").iterator(chunk_size=200):
+    for match in Match.objects.filter(status__in=LIVE).only("pk", "header").iterator(200):
         rows = []
         for number, round_record in enumerate(match.header["rounds"], start=1):
             rows += [
@@ -23,7 +26,7 @@ def events_apart(apps, schema_editor):
 def events_back(apps, schema_editor):
     Match = apps.get_model("matches", "Match")
     MatchEvent = apps.get_model("matches", "MatchEvent")
-    for match in Match.objects.only("pk", "header").iterator(chunk_size=200):
+    for match in Match.objects.filter(status__in=LIVE).only("pk", "header").iterator(200):
         for event in MatchEvent.objects.filter(match_id=match.pk).order_by("seq"):
             match.header["rounds"][event.round_number - 1]["events"].append(event.data)
         Match.objects.filter(pk=match.pk).update(header=match.header)

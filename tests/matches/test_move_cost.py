@@ -77,3 +77,17 @@ def test_an_event_is_stored_once_per_match_and_number(table):
     with pytest.raises(IntegrityError), transaction.atomic():
         MatchEvent.objects.create(match=table.match, seq=first.seq, round_number=1, data=first.data)
     assert Match.objects.get(pk=table.match.pk).seq == table.match.seq
+
+
+def test_a_match_that_ends_keeps_its_whole_record_in_one_piece(table):
+    table.play_until(lambda state: state.round_no >= 2, seed=5)
+    live = match_record(table.match, withhold_live=False)
+    assert MatchEvent.objects.filter(match=table.match).count() == table.match.seq
+    table.submit(0, {"type": "resign"}, after_ms=1_000)
+    over = Match.objects.get(pk=table.match.pk)
+    assert not MatchEvent.objects.filter(match=over).exists()
+    folded = over.header  # read in one piece from now on, as the archive reads it
+    assert [e["seq"] for r in folded["rounds"] for e in r["events"]] == list(range(1, over.seq + 1))
+    assert folded["rounds"][:-1] == live["rounds"][:-1]  # the rounds already over, unchanged
+    assert folded["result"] == {"winner": 1, "reason": "resign"} == over.record["result"]
+    assert engine.audit(json.loads(json.dumps(over.record)))[1] == []
