@@ -8,6 +8,7 @@ part is fine, the worker included (heard from within three heartbeat intervals).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 
 import redis
@@ -17,7 +18,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection
 
-from config.env import REDIS_SOCKET_TIMEOUT_S
+from config.env import CHANNEL_LAYER_BACKENDS, REDIS_SOCKET_TIMEOUT_S
 
 HEARTBEAT_KEY = "sbo:heartbeat:worker"
 CHANNEL_LAYER_TIMEOUT_S = 2.0
@@ -74,11 +75,33 @@ async def check_channel_layer() -> None:
     # A plain channel, not a process-local one from new_channel(): channels-redis serves those
     # through one shared receive loop that a consumer's cancelled receive can hold up for
     # seconds, which made this check fail at random while the layer was fine.
-    channel = f"healthz.{nonce}"
-    await layer.send(channel, {"type": "healthz.ping", "nonce": nonce})
-    message = await layer.receive(channel)
+    if _publishes(layer):
+        message = await _round_trip_published(layer, nonce)
+    else:
+        channel = f"healthz.{nonce}"
+        await layer.send(channel, {"type": "healthz.ping", "nonce": nonce})
+        message = await layer.receive(channel)
     if message.get("nonce") != nonce:
         raise RuntimeError("the channel layer returned another message")
+
+
+def _publishes(layer) -> bool:
+    return settings.CHANNEL_LAYERS["default"]["BACKEND"] == CHANNEL_LAYER_BACKENDS["pubsub"]
+
+
+async def _round_trip_published(layer, nonce: str) -> dict:
+    """Redis PUBLISH keeps nothing for a channel nobody listens to: subscribe first. The layer
+    unsubscribes a channel only when a receive on it is cancelled, so the check ends with one."""
+    channel = await layer.new_channel("healthz.")
+    try:
+        await layer.send(channel, {"type": "healthz.ping", "nonce": nonce})
+        return await layer.receive(channel)
+    finally:
+        leaving = asyncio.ensure_future(layer.receive(channel))
+        await asyncio.sleep(0)
+        leaving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await leaving  # its clean-up (the unsubscribe) runs as it is cancelled
 
 
 async def _outcome(awaitable, timeout_s: float) -> tuple[dict, object]:
