@@ -123,14 +123,19 @@ async def _play_seat(seat: Seat, client, rng, loop, end, stats) -> None:
 
     pinger = asyncio.create_task(_ping(client))
     silent_at = None if seat.silent_after_s is None else loop.time() + seat.silent_after_s
-    acted_at = None
+    acted_at, applied_at = None, 0  # the state this seat acted on; the seq its last ack named
     try:
         await client.wait_for(lambda c: c.state is not None, 30)
         while loop.time() < end and not client.over:
-            seen = acted_at
+            seen = (acted_at, applied_at)
             try:
                 await client.wait_for(
-                    lambda c, seen=seen: c.over or (c.my_turn() and c.state["seq"] != seen),
+                    # A state from before this seat's own last command is no turn, even if it
+                    # arrives after the ack (the opponent's contribution, say).
+                    lambda c, seen=seen: (
+                        c.over
+                        or (c.my_turn() and c.state["seq"] != seen[0] and c.state["seq"] >= seen[1])
+                    ),
                     max(0.1, end - loop.time()),
                 )
             except TimeoutError:
@@ -152,9 +157,11 @@ async def _play_seat(seat: Seat, client, rng, loop, end, stats) -> None:
             stats["n"] += 1
             if reply["type"] == "ack":
                 stats["ack"].append((time.perf_counter() - started) * 1000)
+                applied_at = reply["seq"]
             else:
                 stats["errors"][reply["code"]] += 1
                 acted_at = None
+                await asyncio.sleep(0.2)
     except Exception as exc:  # noqa: BLE001 - counted, reported in the results
         stats["errors"][type(exc).__name__] += 1
     finally:
