@@ -20,6 +20,7 @@ from tests.browser.driver import (
     PASSWORD,
     act,
     current,
+    deal_by_service,
     off_the_loop,
     settlement_shown,
     wait_for_change,
@@ -89,12 +90,19 @@ def test_two_players_register_meet_in_the_lobby_and_play_a_whole_match(servers, 
             wait_for_seq(page, match.seq)
         if state.result is not None:
             break
+        if state.phase == engine.DEALING:
+            # Each page sends its player's contribution to the deal by itself.
+            deal_by_service(match, state, browser_seats=(0, 1))
+            continue
         if state.phase == "ready":
             starter = engine.first_to_act(state)
             other = pages[1 - starter]
             if state.round_no > 1:
                 for page in pages.values():
                     settlement_shown(page, state.round_no - 1)
+                    proof = page.locator("#overlay .deal-proof")
+                    expect(proof).to_have_attribute("data-verified", "true")
+                    expect(proof).to_contain_text("Deal verified")
                 settlements += 1
                 expect(other.locator("#overlay")).to_contain_text(
                     f"Waiting for {names[starter]} to continue"
@@ -159,6 +167,10 @@ def test_pass_and_play_hides_the_hand_at_each_hand_over_until_the_reveal(servers
     while handovers < 4:
         match, state = current(match_id)
         wait_for_seq(page, match.seq)
+        if state.phase == engine.DEALING:
+            # The one device contributes for both seats, by itself.
+            deal_by_service(match, state, browser_seats=(0, 1))
+            continue
         if state.phase == "ready":
             page.locator("#start").click()
         elif state.phase == "handover":
@@ -196,13 +208,14 @@ def test_the_rules_panel_opens_while_the_clock_keeps_running_and_the_interface_s
     ]
     now_ms = services.timekeeping.now_ms()
     match = off_the_loop(services.match_create, player0=users[0], player1=users[1], now_ms=now_ms)
-    state = current(match.id)[1]
-    starter = engine.first_to_act(state)
     pages = {}
     for seat in (0, 1):
         pages[seat] = new_page()
         log_in(pages[seat], base, users[seat])
         pages[seat].goto(f"{base}/match/{match.id}/")
+    deal_by_service(match, current(match.id)[1], browser_seats=(0, 1))  # the pages deal
+    state = current(match.id)[1]
+    starter = engine.first_to_act(state)
     first, other = pages[starter], pages[1 - starter]
 
     # The other player reads the page in Polish.

@@ -83,7 +83,9 @@ def test_a_round_ends_with_the_final_layout_and_both_hands_face_up_until_continu
 ):
     match, users = new_match()
     page = open_seat(new_page, servers.url, match, users, 0, viewport=viewport)
-    match, state = play_by_service_until(match.id, lambda state: state.round_no == 2)
+    match, state = play_by_service_until(
+        match.id, lambda state: state.round_no == 2 and state.phase == "ready", browser_seats=(0,)
+    )
     wait_for_seq(page, match.seq)
     settlement = engine.view(state, 0)["settlement"]
     overlay = page.locator("#overlay")
@@ -179,7 +181,7 @@ def test_the_board_and_the_hand_share_one_screen_while_choosing_a_place(
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_the_rules_panel_leaves_your_clock_and_balance_in_view(servers, new_page, viewport):
     match, users = new_match()
-    state = current(match.id)[1]
+    state = play_by_service_until(match.id, lambda state: state.phase == "ready")[1]
     starter = engine.first_to_act(state)
     page = open_seat(new_page, servers.url, match, users, starter, viewport=viewport)
     submit(match, starter, {"type": "start"})
