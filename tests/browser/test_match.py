@@ -86,14 +86,14 @@ def test_two_players_register_meet_in_the_lobby_and_play_a_whole_match(servers, 
     reloaded = False
     while True:
         match, state = current(match_id)
-        for page in pages.values():
-            wait_for_seq(page, match.seq)
-        if state.result is not None:
-            break
         if state.phase == engine.DEALING:
             # Each page sends its player's contribution to the deal by itself.
             deal_by_service(match, state, browser_seats=(0, 1))
             continue
+        for page in pages.values():
+            wait_for_seq(page, match.seq)
+        if state.result is not None:
+            break
         if state.phase == "ready":
             starter = engine.first_to_act(state)
             other = pages[1 - starter]
@@ -147,7 +147,13 @@ def test_two_players_register_meet_in_the_lobby_and_play_a_whole_match(servers, 
     expect(page.locator("#rp-event")).to_contain_text("accepted")
     page.locator("#rp-first").click()
     expect(page.locator("#board .domino")).to_have_count(0)
+    expect(page.locator("#rp-deal")).to_contain_text("Deal verified")
+    # The deal, both players' contributions to it, the clocks starting, the opening tile.
+    for _contribution in (0, 1):
+        page.locator("#rp-forward").click()
+        expect(page.locator("#rp-event")).to_contain_text("contributed to the deal")
     page.locator("#rp-forward").click()
+    expect(page.locator("#rp-event")).to_have_text("Clocks running")
     page.locator("#rp-forward").click()
     expect(page.locator("#board .domino")).to_have_count(1)
 
@@ -166,11 +172,11 @@ def test_pass_and_play_hides_the_hand_at_each_hand_over_until_the_reveal(servers
     step = 0
     while handovers < 4:
         match, state = current(match_id)
-        wait_for_seq(page, match.seq)
         if state.phase == engine.DEALING:
             # The one device contributes for both seats, by itself.
             deal_by_service(match, state, browser_seats=(0, 1))
             continue
+        wait_for_seq(page, match.seq)
         if state.phase == "ready":
             page.locator("#start").click()
         elif state.phase == "handover":
