@@ -104,6 +104,9 @@ def test_a_round_ends_with_the_final_layout_and_both_hands_face_up_until_continu
         for tile in settlement["hands"][seat]:
             expect(page.locator(f'{slot} svg[data-tile="{tile[0]}-{tile[1]}"]')).to_be_visible()
     expect(page.locator("#hand-area")).to_be_hidden()
+    # The round's proof is on the card, and the chips have landed (none covers what is checked).
+    expect(overlay.locator(".deal-proof")).to_contain_text("Deal verified")
+    expect(page.locator(".flying-chip")).to_have_count(0)
     shoot(page, f"round-end-{'phone' if viewport is PHONE else 'desktop'}.png")
     in_view = ("#board", "#seat-top .seat-tiles", "#seat-bottom .seat-tiles")
     for selector in (*in_view, "#overlay-body :is(#start, .waiting)"):
