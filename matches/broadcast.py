@@ -33,7 +33,8 @@ def group_name(match_id, audience) -> str:
 
 def visible_event(event: dict, viewer: int | None, *, dealing: bool) -> dict:
     """A drawn tile is known only to the player who drew it; contributions to a deal are shown
-    only once the round is dealt (until then nobody learns another's value)."""
+    only once the round is dealt (``dealing``: the event's round is not dealt yet; until then
+    nobody learns another's value)."""
     if event["type"] == "draw" and event["seat"] != viewer:
         return _without(event, "tile")
     if event["type"] == "contribute" and dealing:
@@ -46,6 +47,7 @@ def _without(event: dict, key: str) -> dict:
 
 
 def state_message(match: Match, state: engine.MatchState, viewer: int | None, events=()) -> dict:
+    dealing = _seqs_of_round_being_dealt(match, state)
     return {
         "type": "state",
         "seq": state.seq,
@@ -63,7 +65,7 @@ def state_message(match: Match, state: engine.MatchState, viewer: int | None, ev
         "starter": engine.starter(state),
         "view": engine.view(state, viewer),
         "events": [
-            visible_event(event, viewer, dealing=state.phase == engine.DEALING) for event in events
+            visible_event(event, viewer, dealing=event["seq"] in dealing) for event in events
         ],
         "deadline": {"kind": match.deadline_kind or None, "at_ms": match.deadline_ms},
     }
@@ -78,6 +80,16 @@ def players_of(match_id) -> list[dict]:
         {"seat": p["seat"], "username": p["username"], "computer": p.get("computer")}
         for p in players
     ]
+
+
+def _seqs_of_round_being_dealt(match: Match, state: engine.MatchState) -> set[int]:
+    """The events of the round still waiting for its deal: only their contributions are
+    secret (a resync may also bring earlier rounds' events, whose values are public). While a
+    round is dealt its only events are its contributions so far, the match's last ones."""
+    if state.phase != engine.DEALING:
+        return set()
+    made = sum(contribution is not None for contribution in state.deal.contributions)
+    return set(range(state.seq - made + 1, state.seq + 1))
 
 
 def viewer_for(match: Match, state: engine.MatchState, audience) -> int | None:

@@ -507,7 +507,11 @@ def _store(match: Match, state: engine.MatchState, now_ms: int) -> None:
         match.finished_at = match.finished_at or dj_timezone.now()
         match.deadline_ms, match.deadline_kind = None, ""
     elif state.phase == engine.DEALING:
-        match.deadline_ms, match.deadline_kind = now_ms + deal_wait_ms(), Match.DeadlineKind.DEAL
+        # The wait runs from the round's start: one player's contribution must not buy the
+        # other more time (a round only leaves dealing by its deal or the match's end).
+        if match.deadline_kind != Match.DeadlineKind.DEAL:
+            match.deadline_ms = now_ms + deal_wait_ms()
+            match.deadline_kind = Match.DeadlineKind.DEAL
     elif engine.starter(state) is not None:
         match.deadline_ms, match.deadline_kind = (
             now_ms + start_grace_ms(match),

@@ -321,6 +321,8 @@ def js_strings() -> dict:
         "ev_timeout": _("{name} ran out of time"),
         "ev_abandon": _("{name} abandoned"),
         "ev_void": _("The match was voided"),
+        "ev_contribute": _("{name} contributed to the deal"),
+        "ev_contribute_server": _("The server stood in for {name}'s contribution"),
         "deal": _("Round {round} dealt"),
         "round": _("Round {round}"),
         "balance": _("Balance"),

@@ -47,6 +47,8 @@ export function describeEvent(event, names) {
         event.points ? t("moved", { points: event.points, name: names[event.winner] }) : t("no_transfer")}`;
     case "start":
       return t("ev_start");
+    case "contribute": // its value stays out of the sentence: it is on the deal's proof
+      return t(event.from_player === false ? "ev_contribute_server" : "ev_contribute", { name });
     default:
       return t(`ev_${event.type}`, { name });
   }

@@ -37,6 +37,7 @@ const page = {
   names: cfg.players,
   computers: cfg.computers,
   hotseat: cfg.mode === "hotseat",
+  seats: cfg.seats || [], // the seats this user holds (both in pass-and-play; none: a spectator)
   matchId: cfg.matchId,
   get rated() {
     return Boolean(ui.msg && ui.msg.match.rated);

@@ -50,13 +50,14 @@ class Table:
             self.submit(state.decider, self.bot.choose(state, state.decider, self.rng))
 
     def play(self, *, rounds: int | None = None, draws: int | None = None) -> Match:
-        """Play until the match is over, or ``rounds`` rounds are settled, or ``draws`` draws
-        have been made in the round being played (then it stays live)."""
+        """Play until the match is over, or ``rounds`` rounds are settled and the next one is
+        dealt (it waits for Continue), or ``draws`` draws have been made in the round being
+        played (then it stays live)."""
         while True:
             state = self.state()
             if self.match.is_over:
                 return self.match
-            if rounds is not None and state.round_no > rounds:
+            if rounds is not None and state.round_no > rounds and state.phase != engine.DEALING:
                 return self.match
             if draws is not None and self._draws_this_round() >= draws:
                 return self.match

@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.utils.http import http_date
 
 import engine
 from engine.__main__ import main as engine_main
 from matches import services
 from matches.models import Match
+from tests.api.conftest import T0_MS
+from tests.support.dealing import contribution
 
 pytestmark = pytest.mark.django_db
 
@@ -33,6 +36,34 @@ def of(world, *names) -> list[str]:
 
 def winner_of(match):
     return match.player0 if match.winner == 0 else match.player1
+
+
+def test_the_world_has_the_shapes_its_docstring_names(world):
+    """The fixture's deal stream fixes every match's course: a new stream (or a protocol
+    change) that bends one of them out of shape fails here, not in a filter test far away."""
+
+    def rounds(name):
+        return getattr(world, name).record["rounds"]
+
+    def last_types(name):
+        return [event["type"] for event in rounds(name)[-1]["events"]]
+
+    for name, reason in (("full", "points"), ("resigned", "resign"), ("abandoned", "abandon"),
+                         ("hotseat", "resign")):  # fmt: skip
+        match = getattr(world, name)
+        assert (match.status, match.reason) == ("finished", reason), name
+    assert world.live.status == "live" and len(rounds("live")) == 2
+    assert len(rounds("full")) > 2
+    for name in ("resigned", "abandoned", "hotseat", "live"):  # each in round 2, dealt
+        assert len(rounds(name)) == 2 and rounds(name)[-1]["contributions"] is not None, name
+    sources = {"full": "player", "resigned": "player", "abandoned": "player", "hotseat": "device"}
+    for name, source in sources.items():  # every round dealt from both seats' contributions
+        for round_record in rounds(name):
+            assert [c["source"] for c in round_record["contributions"]] == [source] * 2, name
+    assert last_types("resigned")[-1] == "resign" and world.resigned.winner == 0  # ewa resigned
+    assert last_types("hotseat")[-1] == "resign" and "start" not in last_types("hotseat")
+    assert last_types("abandoned")[-2:] == ["start", "abandon"]  # Continue, then the clock ran
+    assert last_types("live").count("draw") == 2 and "start" in last_types("live")
 
 
 def test_the_archive_lists_the_matches_that_are_over_newest_first(api, world):
@@ -197,6 +228,26 @@ def test_the_live_round_keeps_its_hands_boneyard_and_drawn_tiles_hidden(api, wor
     body = api.get(f"/api/matches/{match.id}/").content.decode()
     for tile in match.record["rounds"][-1]["boneyard"][:1]:
         assert json.dumps({"seq": draws[0]["seq"], "tile": tile})[:-1] not in body
+
+
+def test_a_round_being_dealt_shows_no_contribution_until_both_are_in(api, world):
+    """docs/fairness.md: neither player sees the other's value before the deal, so the live
+    record withholds each value (and the round has no tiles) until the round is dealt."""
+    users = get_user_model().objects
+    first, second = users.create_user("dealer0"), users.create_user("dealer1")
+    match = services.match_create(player0=first, player1=second, now_ms=T0_MS)
+    one, other = contribution(0, 1), contribution(1, 1)
+    services.match_submit(match_id=match.pk, user=first, command=one, arrival_ms=T0_MS + 1)
+    body = api.get(f"/api/matches/{match.id}/").content.decode()
+    dealing = json.loads(body)["rounds"][0]
+    assert dealing["contributions"] is None and dealing["hands"] is None
+    assert [(e["type"], e["seat"]) for e in dealing["events"]] == [("contribute", 0)]
+    assert "value" not in dealing["events"][0] and one["value"] not in body
+    services.match_submit(match_id=match.pk, user=second, command=other, arrival_ms=T0_MS + 2)
+    dealt = api.get(f"/api/matches/{match.id}/").json()["rounds"][0]
+    assert [e.get("value") for e in dealt["events"]] == [one["value"], other["value"]]
+    assert [c["value"] for c in dealt["contributions"]] == [one["value"], other["value"]]
+    assert dealt["hands"] is None and dealt["seed"] is None  # now the tiles are the secret
 
 
 def test_no_such_match_is_a_404(api, world):

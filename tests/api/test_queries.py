@@ -57,4 +57,4 @@ def test_lists_leave_the_record_and_snapshot_in_the_database(api, world):
     for sql in selects:
         head = sql.split(" FROM ")[0]
         assert '"matches_match"."snapshot"' not in head
-        assert '"matches_match"."record"' not in head
+        assert '"matches_match"."header"' not in head

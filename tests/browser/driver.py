@@ -18,7 +18,7 @@ from engine.play import play_score
 from matches import services
 from matches.models import Match
 from matches.selectors import match_state
-from tests.support import wait_until
+from tests.support import dealing, wait_until
 
 
 def off_the_loop(function, **kwargs):
@@ -157,16 +157,44 @@ def submit(match: Match, seat: int, command: dict) -> None:
     )
 
 
-def play_by_service_until(match_id, done, *, seed: int = 5) -> tuple[Match, engine.MatchState]:
-    """Both seats play greedily through the service (Start and Continue included) until
-    ``done(state)``; returns the match and the state that satisfied it."""
+def deal_by_service(match: Match, state: engine.MatchState, browser_seats=()) -> None:
+    """The round being dealt gets its contributions (docs/fairness.md): each seat not in
+    ``browser_seats`` sends one through the service; an open page contributes for the seats in
+    ``browser_seats`` by itself, and this waits until it has, and checks that it was the page's
+    own (not the server's stand-in after DEAL_CONTRIBUTION_MS)."""
+    for seat in (0, 1):
+        if seat not in browser_seats and engine.may_contribute(state, seat):
+            submit(match, seat, dealing.contribution(seat, state.round_no))
+    for seat in browser_seats:
+        contribution = wait_until(
+            lambda seat=seat: contribution_of(match.id, state.round_no, seat),
+            15,
+            message=f"seat {seat}'s contribution to round {state.round_no}'s deal",
+        )
+        assert contribution["from_player"], f"the page of seat {seat} did not contribute in time"
+
+
+def contribution_of(match_id, round_no: int, seat: int) -> dict | None:
+    """The ``contribute`` event for ``seat`` in round ``round_no`` of the record, if any."""
+    events = Match.objects.get(pk=match_id).record["rounds"][round_no - 1]["events"]
+    return next((e for e in events if e["type"] == "contribute" and e["seat"] == seat), None)
+
+
+def play_by_service_until(
+    match_id, done, *, seed: int = 5, browser_seats=()
+) -> tuple[Match, engine.MatchState]:
+    """Both seats play greedily through the service (contributions, Start and Continue
+    included) until ``done(state)``; returns the match and the state that satisfied it. The
+    seats in ``browser_seats`` have their page open, which contributes to each deal itself."""
     bot, rng = engine.GreedyBot(), random.Random(seed)
     while True:
         match, state = current(match_id)
         if done(state):
             return match, state
         assert state.result is None, "the match ended before the situation the test needs"
-        if state.phase == "ready":
+        if state.phase == engine.DEALING:
+            deal_by_service(match, state, browser_seats)
+        elif state.phase == "ready":
             submit(match, engine.first_to_act(state), {"type": "start"})
         else:
             submit(match, state.decider, bot.choose(state, state.decider, rng))

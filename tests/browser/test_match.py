@@ -20,6 +20,7 @@ from tests.browser.driver import (
     PASSWORD,
     act,
     current,
+    deal_by_service,
     off_the_loop,
     settlement_shown,
     wait_for_change,
@@ -85,6 +86,10 @@ def test_two_players_register_meet_in_the_lobby_and_play_a_whole_match(servers, 
     reloaded = False
     while True:
         match, state = current(match_id)
+        if state.phase == engine.DEALING:
+            # Each page sends its player's contribution to the deal by itself.
+            deal_by_service(match, state, browser_seats=(0, 1))
+            continue
         for page in pages.values():
             wait_for_seq(page, match.seq)
         if state.result is not None:
@@ -95,6 +100,9 @@ def test_two_players_register_meet_in_the_lobby_and_play_a_whole_match(servers, 
             if state.round_no > 1:
                 for page in pages.values():
                     settlement_shown(page, state.round_no - 1)
+                    proof = page.locator("#overlay .deal-proof")
+                    expect(proof).to_have_attribute("data-verified", "true")
+                    expect(proof).to_contain_text("Deal verified")
                 settlements += 1
                 expect(other.locator("#overlay")).to_contain_text(
                     f"Waiting for {names[starter]} to continue"
@@ -139,7 +147,13 @@ def test_two_players_register_meet_in_the_lobby_and_play_a_whole_match(servers, 
     expect(page.locator("#rp-event")).to_contain_text("accepted")
     page.locator("#rp-first").click()
     expect(page.locator("#board .domino")).to_have_count(0)
+    expect(page.locator("#rp-deal")).to_contain_text("Deal verified")
+    # The deal, both players' contributions to it, the clocks starting, the opening tile.
+    for _contribution in (0, 1):
+        page.locator("#rp-forward").click()
+        expect(page.locator("#rp-event")).to_contain_text("contributed to the deal")
     page.locator("#rp-forward").click()
+    expect(page.locator("#rp-event")).to_have_text("Clocks running")
     page.locator("#rp-forward").click()
     expect(page.locator("#board .domino")).to_have_count(1)
 
@@ -158,6 +172,10 @@ def test_pass_and_play_hides_the_hand_at_each_hand_over_until_the_reveal(servers
     step = 0
     while handovers < 4:
         match, state = current(match_id)
+        if state.phase == engine.DEALING:
+            # The one device contributes for both seats, by itself.
+            deal_by_service(match, state, browser_seats=(0, 1))
+            continue
         wait_for_seq(page, match.seq)
         if state.phase == "ready":
             page.locator("#start").click()
@@ -196,13 +214,14 @@ def test_the_rules_panel_opens_while_the_clock_keeps_running_and_the_interface_s
     ]
     now_ms = services.timekeeping.now_ms()
     match = off_the_loop(services.match_create, player0=users[0], player1=users[1], now_ms=now_ms)
-    state = current(match.id)[1]
-    starter = engine.first_to_act(state)
     pages = {}
     for seat in (0, 1):
         pages[seat] = new_page()
         log_in(pages[seat], base, users[seat])
         pages[seat].goto(f"{base}/match/{match.id}/")
+    deal_by_service(match, current(match.id)[1], browser_seats=(0, 1))  # the pages deal
+    state = current(match.id)[1]
+    starter = engine.first_to_act(state)
     first, other = pages[starter], pages[1 - starter]
 
     # The other player reads the page in Polish.

@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.driver import current, new_match, play_by_service_until, submit, wait_for_seq
+from tests.browser.driver import (
+    current,
+    deal_by_service,
+    new_match,
+    play_by_service_until,
+    submit,
+    wait_for_seq,
+)
 from tests.browser.test_match import log_in, shoot
 
 pytestmark = pytest.mark.slow
@@ -53,6 +60,8 @@ def test_every_page_in_polish_shows_no_english_interface_string(servers, new_pag
     assert len(english_strings()) > 150  # the list really is the interface's
     match, users = new_match()
     finished, _users = new_match(("celina", "darek"))
+    # Dealt from both contributions, so its result card shows a whole deal proof.
+    deal_by_service(finished, current(finished.id)[1])
     submit(finished, 0, {"type": "resign"})
     match, state = play_by_service_until(match.id, lambda s: len(s.layout.placements) >= 2)
 
@@ -97,8 +106,10 @@ def settle(page: Page, path: str, match) -> None:
         expect(page.locator("#hand .hand-tile, #spectating").first).to_be_visible()
     elif path.endswith("/replay/"):
         expect(page.locator("body")).to_have_attribute("data-frame", "0")
+        expect(page.locator("#rp-deal")).to_have_attribute("data-verified", "true")
     elif path.startswith("/match/"):
         expect(page.locator("#overlay")).to_have_attribute("data-kind", "result")
+        expect(page.locator("#overlay .deal-proof")).to_have_attribute("data-verified", "true")
     elif path == "/lobby/":
         expect(page.locator("#conn-dot")).to_have_attribute("data-state", "open")
     elif path == "/rules/":

@@ -83,7 +83,9 @@ def test_a_round_ends_with_the_final_layout_and_both_hands_face_up_until_continu
 ):
     match, users = new_match()
     page = open_seat(new_page, servers.url, match, users, 0, viewport=viewport)
-    match, state = play_by_service_until(match.id, lambda state: state.round_no == 2)
+    match, state = play_by_service_until(
+        match.id, lambda state: state.round_no == 2 and state.phase == "ready", browser_seats=(0,)
+    )
     wait_for_seq(page, match.seq)
     settlement = engine.view(state, 0)["settlement"]
     overlay = page.locator("#overlay")
@@ -102,6 +104,9 @@ def test_a_round_ends_with_the_final_layout_and_both_hands_face_up_until_continu
         for tile in settlement["hands"][seat]:
             expect(page.locator(f'{slot} svg[data-tile="{tile[0]}-{tile[1]}"]')).to_be_visible()
     expect(page.locator("#hand-area")).to_be_hidden()
+    # The round's proof is on the card, and the chips have landed (none covers what is checked).
+    expect(overlay.locator(".deal-proof")).to_contain_text("Deal verified")
+    expect(page.locator(".flying-chip")).to_have_count(0)
     shoot(page, f"round-end-{'phone' if viewport is PHONE else 'desktop'}.png")
     in_view = ("#board", "#seat-top .seat-tiles", "#seat-bottom .seat-tiles")
     for selector in (*in_view, "#overlay-body :is(#start, .waiting)"):
@@ -179,7 +184,7 @@ def test_the_board_and_the_hand_share_one_screen_while_choosing_a_place(
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_the_rules_panel_leaves_your_clock_and_balance_in_view(servers, new_page, viewport):
     match, users = new_match()
-    state = current(match.id)[1]
+    state = play_by_service_until(match.id, lambda state: state.phase == "ready")[1]
     starter = engine.first_to_act(state)
     page = open_seat(new_page, servers.url, match, users, starter, viewport=viewport)
     submit(match, starter, {"type": "start"})

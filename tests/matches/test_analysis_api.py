@@ -12,6 +12,7 @@ import engine
 from matches import analysis, services
 from matches.models import MatchAnalysis
 from matches.selectors import match_state
+from tests.support.dealing import deal_by_service
 
 from .conftest import T0
 
@@ -26,6 +27,8 @@ def finished(make_user, settings):
     while not match.is_over:
         state = match_state(match)
         now += 1_000
+        if deal_by_service(match, {0: match.player0, 1: match.player1}, now):
+            continue
         if engine.starter(state) is not None:
             seat, command = engine.starter(state), {"type": "start"}
         else:

@@ -83,15 +83,22 @@ def test_draws_keep_the_delay_of_the_turn(table):
 def test_banks_carry_across_rounds_and_clocks_stand_between_rounds(table):
     # Every decision takes 12 s, so each costs 2 s of its player's bank.
     state = table.play_until(lambda s: s.round_no == 2, step_ms=12_000)
-    assert state.phase == "ready"
+    assert state.phase == "dealing"
     settle = table.events()[-1]
     assert settle["type"] == "settle"
     last_banks = [e for e in table.events() if "banks_ms" in e][-1]["banks_ms"]
     assert list(state.banks_ms) == last_banks  # carried over, not refilled
     assert min(state.banks_ms) < BANK
-    # Between rounds the clocks stand: Continue 19 s later costs nobody anything.
+    # Between rounds the clocks stand while the next round is dealt (DEAL_CONTRIBUTION_MS)...
+    assert table.match.deadline_kind == Match.DeadlineKind.DEAL
+    assert table.match.deadline_ms == settle["at_ms"] + 5_000
+    assert engine.view(state, 0)["clock"]["running"] is False
+    table.deal(after_ms=4_000)
+    state = table.state
+    assert state.phase == "ready" and list(state.banks_ms) == last_banks
+    # ... and until Continue, whose grace begins at the deal: 19 s later costs nobody anything.
     assert table.match.deadline_kind == Match.DeadlineKind.START
-    assert table.match.deadline_ms == settle["at_ms"] + 20_000
+    assert table.match.deadline_ms == table.now + 20_000
     assert engine.view(state, 0)["clock"]["running"] is False
     table.start(after_ms=19_000)
     state = table.state
@@ -124,6 +131,7 @@ def hotseat(make_user):
 
 
 def test_clocks_stand_during_a_pass_and_play_hand_over(hotseat):
+    hotseat.deal()
     hotseat.start(after_ms=1_000)
     first = hotseat.state.decider
     hotseat.decide(after_ms=2_000)

@@ -17,6 +17,7 @@ from matches import computer, services, timekeeping
 from matches.models import Match
 from matches.selectors import match_state
 from tests.engine.builders import hidden_tiles_redealt
+from tests.support.dealing import contribution, deal_by_service
 
 from .conftest import session_cookie
 
@@ -100,30 +101,48 @@ def test_the_computer_is_queued_exactly_when_it_is_to_act_and_plays_a_whole_matc
         assert (bool(queued) and queued[-1] == (str(match.pk), state.seq)) == to_act
         if to_act:
             assert after_commit(computer.play_turn, match_id=str(match.pk), seq=state.seq) in (
-                "start", "play", "draw", "offer", "accept", "waive"
+                "contribute", "start", "play", "draw", "offer", "accept", "waive"
             )  # fmt: skip
             continue
         seen = engine.view(state, human_seat)
-        command = (
-            {"type": "start"}
-            if engine.starter(state) == human_seat
-            else engine.BOTS["random"]().choose_from_view(seen, rng)
-        )
+        if engine.may_contribute(state, human_seat):
+            command = contribution(human_seat, state.round_no)
+        elif engine.starter(state) == human_seat:
+            command = {"type": "start"}
+        else:
+            command = engine.BOTS["random"]().choose_from_view(seen, rng)
         after_commit(
             services.match_submit,
             match_id=match.pk, user=person, command=command, arrival_ms=timekeeping.now_ms(),
         )  # fmt: skip
     assert match.is_over and match.reason == "points"
+    # The computer contributed to every deal itself (no stand-in was needed).
+    contributions = [c for r in match.record["rounds"] for c in r["contributions"]]
+    assert contributions and all(c["from_player"] for c in contributions)
     # The audit_finished_matches fixture replays the record through the rules at teardown.
 
 
 def computer_to_start(make_user) -> tuple[Match, engine.MatchState]:
     _person, match = versus_computer(make_user)
-    state = match_state(match)
-    while not services.computer_to_act(match, state):
+    state = dealt_by_both(match)
+    while engine.starter(state) != match.computer_seat:
         match = flip_who_starts(match)
-        state = match_state(match)
+        state = dealt_by_both(match)
+    assert services.computer_to_act(match, state)
     return match, state
+
+
+def dealt_by_both(match: Match) -> engine.MatchState:
+    """The computer contributes to the first deal on its turn, the person by the service."""
+    person = match.player0 if match.computer_seat == 1 else match.player1
+    command = contribution(1 - match.computer_seat, 1)
+    services.match_submit(
+        match_id=match.pk, user=person, command=command, arrival_ms=timekeeping.now_ms()
+    )
+    match.refresh_from_db()
+    assert computer.play_turn(match_id=str(match.pk), seq=match.seq) == "contribute"
+    match.refresh_from_db()
+    return match_state(match)
 
 
 def test_a_turn_queued_twice_is_played_once(make_user, queued):
@@ -209,6 +228,8 @@ def test_the_computer_remembers_the_round_from_the_views_it_was_shown(make_user,
         if state.round_no > 1 or state.result is not None:
             break
         now += 10
+        if deal_by_service(match, {0: match.player0, 1: match.player1}, now):
+            continue
         starter = engine.starter(state)
         actor = starter if starter is not None else state.decider
         if actor == seat and starter is None:

@@ -14,13 +14,14 @@ from django.contrib.auth.models import AnonymousUser
 
 import engine
 from config.routing import websocket_urlpatterns
-from matches import deadlines, timekeeping
+from matches import deadlines, services, timekeeping
 from matches.models import Match
 from matches.selectors import match_state
 from realtime.redis_clients import sync_redis
 from tests.accounts.factories import make_user
 from tests.lobby.test_consumer import receive_all, receive_until
-from tests.matches.test_consumer import TIMEOUT_S, new_match
+from tests.matches.test_consumer import TIMEOUT_S
+from tests.support.dealing import deal_by_service
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -38,6 +39,18 @@ def own_deadline_set(monkeypatch):
 
 
 # --- helpers -------------------------------------------------------------------------------------
+
+
+@database_sync_to_async
+def new_dealt_match() -> Match:
+    """A new match whose first round both players have contributed to (docs/fairness.md), as
+    their clients do on connecting: dealt, waiting for Start. The tests here take it from there;
+    tests/matches/test_fair_deals.py contributes over the socket."""
+    match = services.match_create(
+        player0=make_user("ann"), player1=make_user("bob"), now_ms=timekeeping.now_ms()
+    )
+    assert deal_by_service(match, {0: match.player0, 1: match.player1}, timekeeping.now_ms())
+    return Match.objects.get(pk=match.pk)
 
 
 async def open_socket(match: Match, user) -> tuple[WebsocketCommunicator, dict]:
@@ -161,7 +174,7 @@ def listed_score(view: dict, decision: dict) -> int | None:
 
 
 async def test_each_player_gets_its_own_view_on_connecting_and_a_spectator_the_public_one():
-    match = await new_match()
+    match = await new_dealt_match()
     state = await engine_state(match)
     sockets, firsts = await seated(match)
     watcher, public = await open_socket(match, AnonymousUser())
@@ -196,7 +209,7 @@ async def test_each_player_gets_its_own_view_on_connecting_and_a_spectator_the_p
             None,
             None,
         )
-        assert first["match"]["status"] == "waiting"
+        assert first["match"]["status"] == match.status  # as the database has it
         assert [p["username"] for p in first["match"]["players"]] == ["ann", "bob"]
     assert match.secret_seed not in str(public)  # the seed stays secret until the round ends
     await close_all(*sockets.values(), watcher, outsider)
@@ -218,7 +231,7 @@ async def test_a_connection_to_a_match_that_does_not_exist_is_closed_with_4404()
 
 
 async def test_ping_is_answered_with_the_authoritys_time_and_the_last_seq():
-    match = await new_match()
+    match = await new_dealt_match()
     sockets, firsts = await seated(match)
     starter = firsts[0]["starter"]
     broadcasts = await press_start(sockets, starter)
@@ -236,7 +249,7 @@ async def test_ping_is_answered_with_the_authoritys_time_and_the_last_seq():
 
 
 async def test_hello_and_sync_resend_the_state_with_the_events_after_last_seq():
-    match = await new_match()
+    match = await new_dealt_match()
     sockets, firsts = await seated(match)
     starter = firsts[0]["starter"]
     seen = {0: [], 1: []}  # the events each seat was broadcast
@@ -285,7 +298,7 @@ async def test_hello_and_sync_resend_the_state_with_the_events_after_last_seq():
 
 
 async def test_the_starters_start_is_acked_and_both_seats_get_their_own_views_in_seq_order():
-    match = await new_match()
+    match = await new_dealt_match()
     sockets, firsts = await seated(match)
     starter = firsts[0]["starter"]
     assert starter in (0, 1) and firsts[1]["starter"] == starter
@@ -342,7 +355,7 @@ async def test_the_starters_start_is_acked_and_both_seats_get_their_own_views_in
 
 
 async def test_the_other_players_start_is_refused_with_not_your_start():
-    match = await new_match()
+    match = await new_dealt_match()
     sockets, firsts = await seated(match)
     other = 1 - firsts[0]["starter"]
     answer = await command(sockets[other], {"type": "start", "cseq": 1})
@@ -350,7 +363,7 @@ async def test_the_other_players_start_is_refused_with_not_your_start():
     assert await sockets[0].receive_nothing(timeout=0.2)
     assert await sockets[1].receive_nothing(timeout=0.2)
     after = await reloaded(match)
-    assert (after.seq, after.status, after.cseq0, after.cseq1) == (match.seq, "waiting", 0, 0)
+    assert (after.seq, after.status, after.cseq0, after.cseq1) == (match.seq, match.status, 0, 0)
     # The refusal used up nothing: the same cseq works for the starter's own Start later.
     await press_start(sockets, 1 - other, cseq=1)
     await close_all(*sockets.values())
@@ -360,7 +373,7 @@ async def test_the_other_players_start_is_refused_with_not_your_start():
 
 
 async def test_a_resent_cseq_is_acked_as_a_duplicate_and_not_applied_twice():
-    match = await new_match()
+    match = await new_dealt_match()
     sockets, firsts = await seated(match)
     starter = firsts[0]["starter"]
     broadcasts = await press_start(sockets, starter, cseq=7)
@@ -387,7 +400,7 @@ async def test_a_resent_cseq_is_acked_as_a_duplicate_and_not_applied_twice():
 
 
 async def test_an_older_cseq_never_applied_is_stale_and_says_the_last_cseq():
-    match = await new_match()
+    match = await new_dealt_match()
     sockets, firsts = await seated(match)
     starter = firsts[0]["starter"]
     broadcasts = await press_start(sockets, starter, cseq=8)  # another device went to 8
@@ -411,13 +424,13 @@ async def test_an_older_cseq_never_applied_is_stale_and_says_the_last_cseq():
 
 @pytest.mark.parametrize("cseq", [0, -1, "1", 2**53, 1.5, True])
 async def test_a_cseq_that_is_not_a_positive_whole_number_is_a_bad_message(cseq):
-    match = await new_match()
+    match = await new_dealt_match()
     sockets, firsts = await seated(match)
     starter = firsts[0]["starter"]
     answer = await command(sockets[starter], {"type": "start", "cseq": cseq})
     assert_error(answer, "bad_message", cseq)
     after = await reloaded(match)
-    assert (after.seq, after.status) == (match.seq, "waiting")
+    assert (after.seq, after.status) == (match.seq, match.status)
     assert not sync_redis().exists(timekeeping.ARRIVALS_KEY.format(match_id=match.pk))
     assert await sockets[1 - starter].receive_nothing(timeout=0.1)
     # The connection stays open and a proper cseq is taken.
@@ -429,7 +442,7 @@ async def test_a_cseq_that_is_not_a_positive_whole_number_is_a_bad_message(cseq)
 
 
 async def test_illegal_plays_get_the_rules_codes_and_change_nothing():
-    match = await new_match()
+    match = await new_dealt_match()
     sockets, firsts = await seated(match)
     starter = firsts[0]["starter"]
     await press_start(sockets, starter)
@@ -466,14 +479,14 @@ async def test_illegal_plays_get_the_rules_codes_and_change_nothing():
 
 
 async def test_a_spectators_commands_are_refused_with_not_a_player_and_it_may_still_read():
-    match = await new_match()
+    match = await new_dealt_match()
     sockets, firsts = await seated(match)
     watcher, _ = await open_socket(match, AnonymousUser())
     for n, kind in enumerate(("start", "resign", "play"), start=1):
         answer = await command(watcher, {"type": kind, "cseq": n})
         assert_error(answer, "not_a_player", n)
     after = await reloaded(match)
-    assert (after.seq, after.status) == (match.seq, "waiting")
+    assert (after.seq, after.status) == (match.seq, match.status)
     # It still watches: Start pressed by the player reaches it, with the public view.
     await press_start(sockets, firsts[0]["starter"])
     seen = await receive_until(watcher, is_state)
@@ -513,7 +526,7 @@ async def test_a_decision_that_arrives_after_the_deadline_is_acked_late_and_lose
     settings, own_deadline_set
 ):
     settings.MATCH_BANK_MS, settings.MATCH_DELAY_MS = 300, 100
-    match = await new_match()
+    match = await new_dealt_match()
     sockets, firsts = await seated(match)
     starter = firsts[0]["starter"]
     # The consumer's deadline loop has loaded the deadlines from the database; from here on the

@@ -86,7 +86,8 @@ def test_a_command_stamped_at_the_deadline_is_late_and_its_sender_loses_on_time(
     )
     last = table.events()[-1]
     assert (last["type"], last["seat"], last["at_ms"]) == ("timeout", seat, deadline)
-    assert [e["type"] for e in table.events()] == ["start", "timeout"]  # the play was not applied
+    # The play was not applied (the round's contributions to its deal came first).
+    assert [e["type"] for e in table.events()] == ["contribute", "contribute", "start", "timeout"]
 
 
 @pytest.mark.django_db
@@ -213,4 +214,5 @@ def test_with_real_locks_a_command_waiting_for_the_lock_is_judged_by_its_arrival
     assert submit_while_locked(other, {"type": "draw"}, next_deadline).late is True
     table.match.refresh_from_db()
     assert (table.match.winner, table.match.reason) == (seat, "time")
-    assert [e["type"] for e in table.events()] == ["start", "play", "timeout"]
+    kinds = [e["type"] for e in table.events()]
+    assert kinds == ["contribute", "contribute", "start", "play", "timeout"]

@@ -12,6 +12,7 @@ import engine
 from matches import deadlines, scheduler, services, tasks, timekeeping
 from matches.models import Match, TimingFault
 from realtime.redis_clients import sync_redis
+from tests.support.dealing import deal_by_service
 
 pytestmark = pytest.mark.django_db
 GRACE = 20_000
@@ -26,26 +27,31 @@ def own_deadline_set(monkeypatch):
     sync_redis().delete(key, deadlines.built_key())
 
 
+def start_due(player0, player1) -> Match:
+    """A match (unrated) dealt a second after it was created, whose Start deadline passed 50 ms
+    ago."""
+    now = timekeeping.now_ms()
+    dealt_at = now - GRACE - 50
+    match = services.match_create(
+        player0=player0, player1=player1, now_ms=dealt_at - 1_000, clock=engine.ClockConfig()
+    )
+    assert deal_by_service(match, {0: player0, 1: player1}, dealt_at)
+    assert (match.deadline_kind, match.deadline_ms) == (Match.DeadlineKind.START, now - 50)
+    return match
+
+
 @pytest.fixture
 def due_match(make_user):
-    """A match (unrated) whose Start deadline passed 50 ms ago; on_commit hooks do not run in
-    these tests, so no task was ever queued for it: as if the task was lost."""
-    now = timekeeping.now_ms()
-    match = services.match_create(
-        player0=make_user("ala"),
-        player1=make_user("olek"),
-        now_ms=now - GRACE - 50,
-        clock=engine.ClockConfig(),
-    )
-    assert match.deadline_ms < now
-    return match
+    """A match whose Start deadline passed 50 ms ago; on_commit hooks do not run in these
+    tests, so no task was ever queued for it: as if the task was lost."""
+    return start_due(make_user("ala"), make_user("olek"))
 
 
 def test_the_sweeper_acts_on_a_deadline_whose_task_was_lost(due_match):
     deadlines.remember(str(due_match.pk), due_match.deadline_ms)
     assert tasks.sweep_deadlines() == 1
     due_match.refresh_from_db()
-    start = due_match.record["rounds"][0]["events"][0]
+    start = due_match.record["rounds"][0]["events"][2]  # after the two contributions
     assert (start["type"], start["seat"]) == ("start", None)
     assert due_match.deadline_kind == Match.DeadlineKind.DECISION
     assert not TimingFault.objects.exists()
@@ -104,7 +110,8 @@ def test_two_processes_firing_one_deadline_change_the_match_once(due_match):
     assert scheduler.fire_due([match_id], now) == 1
     assert scheduler.fire_due([match_id], now) == 0  # the other process came second
     due_match.refresh_from_db()
-    assert [e["type"] for e in due_match.record["rounds"][0]["events"]] == ["start"]
+    events = due_match.record["rounds"][0]["events"]
+    assert [e["type"] for e in events] == ["contribute", "contribute", "start"]
     # Redis now holds the next deadline, the one the database holds.
     assert sync_redis().zscore(deadlines.DEADLINES_KEY, match_id) == due_match.deadline_ms
 
@@ -129,24 +136,21 @@ def test_a_deadline_not_yet_due_is_left_and_put_back_in_step(make_user):
 @pytest.mark.django_db(transaction=True)
 async def test_the_web_process_loop_fires_a_due_deadline_without_any_worker(make_user):
     match = await database_sync_to_async(
-        lambda: services.match_create(
-            player0=make_user("ala"), player1=make_user("olek"),
-            now_ms=timekeeping.now_ms() - GRACE - 50, clock=engine.ClockConfig(),
-        )
+        lambda: start_due(make_user("ala"), make_user("olek"))
     )()  # fmt: skip
     deadlines.remember(str(match.pk), match.deadline_ms)
     loop = scheduler.ensure_running()
 
     def started():
         match.refresh_from_db()
-        return match.seq == 1
+        return match.seq == 3  # the two contributions, then the server's Start
 
     try:
         await wait_until_async(started, 5)
     finally:
         loop.cancel()
         await asyncio.gather(loop, return_exceptions=True)
-    start = match.record["rounds"][0]["events"][0]
+    start = match.record["rounds"][0]["events"][2]
     assert (start["type"], start["seat"]) == ("start", None)
 
 

@@ -57,9 +57,9 @@ def test_every_revealed_round_is_listed_with_its_proof(make_user):
 def test_a_round_whose_deal_does_not_follow_from_its_seed_is_not_verified(make_user):
     match = services.match_create(player0=make_user(), player1=make_user(), now_ms=T0)
     match = play_out(match, until_round=2)
-    record = match.record
-    record["rounds"][0]["seed"] = engine.new_seed()  # not the committed one
-    Match.objects.filter(pk=match.pk).update(record=record)
+    header = match.header  # the stored record (a live match's events are rows of their own)
+    header["rounds"][0]["seed"] = engine.new_seed()  # not the committed one
+    Match.objects.filter(pk=match.pk).update(header=header)
     deals = Client().get(f"/match/{match.pk}/deals.json").json()["deals"]
     assert deals[0]["verified"] is False
 

@@ -22,6 +22,7 @@ from matches.models import Match, TimingFault
 from matches.selectors import match_record, match_state
 from tests.matches.conftest import session_cookie
 from tests.support import wait_until
+from tests.support.dealing import contribution, deal_by_service
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -49,6 +50,23 @@ class Duel:
 
     def events(self) -> list[dict]:
         return [e for r in self.refreshed().record["rounds"] for e in r["events"]]
+
+    def deal_by_service(self) -> None:
+        """Both players contribute to the first deal before anyone connects."""
+        users = {0: self.match.player0, 1: self.match.player1}
+        assert deal_by_service(self.match, users, timekeeping.now_ms())
+
+    @staticmethod
+    async def deal(*clients: MatchClient) -> None:
+        """Each seat's client contributes to the round being dealt, as a browser does on
+        connecting; returns once every client sees the round dealt."""
+        for client in clients:
+            if client.contribution_due:
+                command = contribution(client.seat, client.view["round"])
+                ack = await client.command({k: v for k, v in command.items() if k != "seat"})
+                assert ack["type"] == "ack", ack
+        for client in clients:
+            await client.wait_for(lambda c: c.view["phase"] != "dealing")
 
 
 @pytest.fixture
@@ -104,6 +122,9 @@ def assert_nothing_secret_reached(client: MatchClient, record: dict) -> None:
             continue
         view, seq = message["view"], message["seq"]
         assert view["seat"] == seat
+        if view["phase"] == "dealing":  # nobody learns a contribution before the deal
+            assert all(c["value"] is None for c in view["contributions"])
+            assert not any("value" in e for e in message["events"] if e["type"] == "contribute")
         played = rounds[view["round"] - 1]
         public = {
             tuple(e["tile"]) for e in played["events"] if e["type"] == "play" and e["seq"] <= seq
@@ -127,8 +148,21 @@ def assert_nothing_secret_reached(client: MatchClient, record: dict) -> None:
 
 
 def assert_saw_every_event(client: MatchClient, record: dict) -> None:
-    events = [visible_event(e, client.seat) for r in record["rounds"] for e in r["events"]]
+    events = [
+        visible_event(e, client.seat, dealing=broadcast_while_dealing(e, r["events"]))
+        for r in record["rounds"]
+        for e in r["events"]
+    ]
     assert client.events == events
+
+
+def broadcast_while_dealing(event: dict, round_events: list[dict]) -> bool:
+    """Was this event broadcast while its round still waited for a contribution? A player's
+    contribution is its own broadcast; the server's stand-ins come together and deal."""
+    if event["type"] != "contribute" or not event["from_player"]:
+        return False
+    so_far = [e for e in round_events if e["type"] == "contribute" and e["seq"] <= event["seq"]]
+    return len(so_far) < 2
 
 
 def explain(match: Match, clients) -> str:
@@ -183,14 +217,15 @@ def test_a_match_lost_on_time_with_both_clients_disconnected(duel):
 
     async def scenario():
         seat0, seat1 = await table.client(0), await table.client(1)
+        await table.deal(seat0, seat1)
         starter = seat0 if seat0.state["starter"] == 0 else seat1
         ack = await starter.command({"type": "start"})
         assert ack["type"] == "ack"
         await seat0.close()
         await seat1.close()
+        return starter.seat  # Start is pressed by the first to act, whose clock then runs
 
-    asyncio.run(scenario())
-    opener = engine.first_to_act(engine.new_match(engine.deal_from_seed(table.match.secret_seed)))
+    opener = asyncio.run(scenario())
     deadline = table.refreshed().deadline_ms
     wait_until(lambda: table.refreshed().is_over, 15, message="the worker to end the match")
     match = table.match
@@ -213,9 +248,10 @@ def test_a_connected_player_who_does_not_act_loses_on_time(duel):
 
     async def scenario():
         seat0, seat1 = await table.client(0), await table.client(1)
-        # Nobody presses Start: the server does after the grace, then the opener's clock runs out.
-        await seat0.wait_for(lambda c: c.over, 15)
-        await seat1.wait_for(lambda c: c.over, 15)
+        # Nobody contributes nor presses Start: the server stands in for both contributions
+        # (DEAL_CONTRIBUTION_MS), presses Start after the grace, then the opener's clock runs out.
+        await seat0.wait_for(lambda c: c.over, 20)
+        await seat1.wait_for(lambda c: c.over, 20)
         for client in (seat0, seat1):
             await client.close()
         return seat0, seat1
@@ -223,9 +259,14 @@ def test_a_connected_player_who_does_not_act_loses_on_time(duel):
     seat0, seat1 = asyncio.run(scenario())
     match = table.refreshed()
     types = [e["type"] for e in table.events()]
-    assert types == ["start", "timeout"]
+    assert types == ["contribute", "contribute", "start", "timeout"]
     assert match.reason == "time"
-    assert table.events()[0]["seat"] is None  # the server pressed Start
+    stand_ins = table.events()[:2]
+    assert [(e["seat"], e["from_player"], e["source"]) for e in stand_ins] == [
+        (0, False, "server"),
+        (1, False, "server"),
+    ]
+    assert table.events()[2]["seat"] is None  # the server pressed Start
     for client in (seat0, seat1):
         assert [e["type"] for e in client.events] == types
         assert client.view["result"] == {"winner": match.winner, "reason": "time"}
@@ -236,6 +277,7 @@ def test_a_connected_player_who_does_not_act_loses_on_time(duel):
 
 def test_a_lost_last_broadcast_is_noticed_at_the_next_pong_and_resynced(duel):
     table = duel(ROOMY, grace_ms=60_000)
+    table.deal_by_service()
     match = table.match
     starter = engine.first_to_act(match_state(match))
     user = match.player0 if starter == 0 else match.player1
@@ -268,6 +310,7 @@ def test_reconnect_mid_turn_gets_the_missed_events_and_the_clock_runs_on(duel):
 
     async def scenario():
         clients = {0: await table.client(0), 1: await table.client(1)}
+        await table.deal(*clients.values())
         starter = clients[0].state["starter"]
         await clients[starter].command({"type": "start"})
         await clients[0].wait_for(lambda c: c.view["to_act"] is not None)
@@ -320,6 +363,7 @@ def test_each_kind_of_illegal_command_is_answered_with_its_error_and_changes_not
     async def scenario():
         clients = {0: await table.client(0), 1: await table.client(1)}
         watcher = await table.client(None)
+        await table.deal(*clients.values())
         starter = clients[0].state["starter"]
 
         async def refused(seat, message, code):
@@ -398,7 +442,7 @@ def test_each_kind_of_illegal_command_is_answered_with_its_error_and_changes_not
             connection.close()
 
     asyncio.run(scenario())
-    assert [e["type"] for e in table.events()] == ["start", "play"]
+    assert [e["type"] for e in table.events()] == ["contribute", "contribute", "start", "play"]
 
 
 def test_a_match_that_does_not_exist_closes_with_4404(fast_servers):
@@ -442,6 +486,12 @@ def test_pass_and_play_hands_over_and_reveals(duel, make_user):
 
     async def scenario():
         device = await table.client(0)
+        # The one device contributes for both seats while the round is dealt.
+        assert (device.view["phase"], device.state["starter"]) == ("dealing", None)
+        for seat in (0, 1):
+            ack = await device.command(contribution(seat, 1))
+            assert ack["type"] == "ack", ack
+        await device.wait_for(lambda c: c.view["phase"] == "ready")
         starter = device.state["starter"]
         assert device.seat == starter and device.view["hand"] is not None
         await device.command({"type": "start", "seat": starter})
@@ -460,7 +510,8 @@ def test_pass_and_play_hands_over_and_reveals(duel, make_user):
 
     asyncio.run(scenario())
     events = table.events()
-    assert [(e["type"], e["seat"]) for e in events][-1] == ("start", 1 - events[0]["seat"])
+    assert [(e["source"], e["seat"]) for e in events[:2]] == [("device", 0), ("device", 1)]
+    assert [(e["type"], e["seat"]) for e in events][-1] == ("start", 1 - events[2]["seat"])
 
 
 def in_own_thread(function, **kwargs):
@@ -492,6 +543,7 @@ def test_a_confirmed_fault_voids_a_live_rated_match_without_a_rating_result(duel
 
     async def scenario():
         seat0, seat1 = await table.client(0), await table.client(1)
+        await table.deal(seat0, seat1)
         starter = seat0 if seat0.state["starter"] == 0 else seat1
         await starter.command({"type": "start"})
         # The service reports a late arrival stamp while a clock runs; the worker's re-check
@@ -512,7 +564,7 @@ def test_a_confirmed_fault_voids_a_live_rated_match_without_a_rating_result(duel
     assert (match.status, match.winner, match.reason) == ("void", None, "void")
     assert rating_rows() == before
     assert (match.rating_after0, match.rating_after1) == (None, None)
-    assert [e["type"] for e in table.events()] == ["start", "void"]
+    assert [e["type"] for e in table.events()] == ["contribute", "contribute", "start", "void"]
     assert [e["type"] for e in seat0.events][-1] == "void"
     assert TimingFault.objects.get(match=match).decided_by == "auto"
 

@@ -215,10 +215,10 @@ def test_nothing_is_taken_after_the_match_is_over(table):
 def test_a_duplicate_cseq_is_acknowledged_and_not_applied_twice(table):
     first = engine.first_to_act(table.state)
     applied = table.submit(first, {"type": "start"}, cseq=5)
-    assert applied == services.Outcome(seq=1)
+    assert applied == services.Outcome(seq=3)  # after the two contributions to the deal
     again = table.submit(first, {"type": "start"}, cseq=5, after_ms=10)
-    assert again == services.Outcome(seq=1, duplicate=True)
-    assert [e["type"] for e in table.events()] == ["start"]
+    assert again == services.Outcome(seq=3, duplicate=True)
+    assert [e["type"] for e in table.events()] == ["contribute", "contribute", "start"]
 
 
 def test_a_lower_cseq_that_was_never_applied_is_stale_not_a_duplicate(table):
@@ -229,7 +229,7 @@ def test_a_lower_cseq_that_was_never_applied_is_stale_not_a_duplicate(table):
     assert (refused.value.code, refused.value.details) == ("stale_cseq", {"last_cseq": 8})
     table.match.refresh_from_db()
     assert table.match.status == "live"
-    assert [e["type"] for e in table.events()] == ["start"]
+    assert [e["type"] for e in table.events()] == ["contribute", "contribute", "start"]
 
 
 def test_each_recent_cseq_is_known_as_applied_and_a_skipped_one_is_not(table):
@@ -258,7 +258,7 @@ def test_start_is_pressed_by_the_first_player_to_act(table):
     outcome = table.submit(first, {"type": "start"}, after_ms=3_000)
     event = table.events()[-1]
     assert (outcome.seq, event["type"], event["seat"], event["at_ms"]) == (
-        1,
+        3,  # the two contributions to the deal came first
         "start",
         first,
         T0 + 3_000,
@@ -267,7 +267,7 @@ def test_start_is_pressed_by_the_first_player_to_act(table):
 
 
 def test_continue_after_a_settlement_is_pressed_by_the_next_first_player(table):
-    state = table.play_until(lambda s: s.round_no == 2)
+    state = table.play_until(lambda s: s.round_no == 2 and s.phase == "ready")  # dealt
     first = engine.first_to_act(state)
     assert_rejected(table, 1 - first, {"type": "start"}, "not_your_start")
     table.submit(first, {"type": "start"}, after_ms=1_000)
@@ -507,7 +507,7 @@ def test_a_finished_match_is_never_voided(table):
         "finished",
         "resign",
     )
-    assert [e["type"] for e in table.events()] == ["start", "resign"]
+    assert [e["type"] for e in table.events()] == ["contribute", "contribute", "start", "resign"]
 
 
 # --- rated matches -------------------------------------------------------------------------------
@@ -541,6 +541,7 @@ def test_a_rated_result_changes_both_ratings_with_the_match(rated_table):
 
 
 def test_a_fault_confirmed_after_a_rated_result_keeps_the_result_and_both_ratings(rated_table):
+    rated_table.deal()
     rated_table.start()
     fault = report(rated_table, TimingFault.Kind.LATE_STAMP)
     rated_table.submit(1, {"type": "resign"})

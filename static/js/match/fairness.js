@@ -18,14 +18,16 @@ function bytesOf(hexDigits) {
 }
 
 // While a round waits for contributions, send this device's: the player's own seat, or in
-// pass-and-play both seats (one device contributes for both).
+// pass-and-play both seats (one device contributes for both; its view while dealing is no
+// seat's, so the seats come from the page: the ones this user holds). Spectators send nothing.
 export function contributeIfDue(view, page) {
-  if (view.phase !== "dealing" || !view.legal) return;
-  const seats = page.hotseat ? [0, 1] : [page.me()];
+  if (view.phase !== "dealing") return;
+  const seats = page.hotseat ? page.seats : view.legal && view.legal.contribute ? [page.me()] : [];
   for (const seat of seats) {
     const key = `${view.round}:${seat}`;
-    const done = view.contributions && view.contributions[seat];
-    if (done || sent.has(key)) continue;
+    // Each seat has an entry; its ``source`` is null until that seat's contribution is in.
+    const entry = view.contributions ? view.contributions[seat] : null;
+    if (!entry || entry.source !== null || sent.has(key)) continue;
     sent.add(key);
     const value = hex(crypto.getRandomValues(new Uint8Array(CONTRIBUTION_BYTES)));
     page.send(page.hotseat ? { type: "contribute", seat, value } : { type: "contribute", value });
@@ -62,12 +64,14 @@ export async function showProof(box, round, page) {
   box.dataset.round = String(round);
   box.textContent = t("deal_checking");
   const deal = (await loadProofs(page, round)).get(round);
+  if (box.dataset.round !== String(round)) return; // the box shows another round by now
   if (!deal) {
     box.textContent = "";
     return;
   }
   const seen = commitments.get(round);
   const selfCheck = seen ? await seedMatches(deal.seed, seen) : await seedMatches(deal.seed, deal.commitment);
+  if (box.dataset.round !== String(round)) return;
   const verified = deal.verified && selfCheck !== false && (!seen || seen === deal.commitment);
   box.dataset.verified = String(verified);
   const verdict = document.createElement("span");

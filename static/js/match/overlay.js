@@ -53,6 +53,8 @@ export function renderOverlay(msg, page) {
     else add("h2", t("round", { round: view.round }));
     if (view.phase === "dealing") add("p", t("dealing"), "dealing");
     else renderStart(add, button, msg, page, settled);
+    // The settled round's deal proof comes after Continue, which stays in view on a phone.
+    if (settled) showProof(add("div"), view.round - 1, page);
   }
   overlay.hidden = kind === null;
   if (kind) overlay.dataset.kind = kind;
@@ -123,5 +125,4 @@ function renderSettlement(add, view, page) {
   }
   add("p", s.points && s.winner !== null ? t("moved", { points: s.points, name: names[s.winner] }) : t("no_transfer"), "settle-points");
   add("p", balancesLine(view, names), "settle-balances");
-  showProof(add("div"), view.round - 1, page);
 }
