@@ -41,6 +41,10 @@ PLAYER_DECISIONS = ("play", "draw", "offer", "accept", "waive")
 SERVER_COMMANDS = ("timeout", "abandon", "void")
 # Sent by a player, or by the server on a player's behalf when it is overdue.
 SERVER_OR_PLAYER_COMMANDS = ("start", "contribute")
+# Either player may send these whenever the match is live, so one may reach the server just
+# before the other's and be applied after it: it is then taken at that one's time. No clock of
+# its sender is charged for it, and a record's times never go back.
+AT_ANY_TIME = ("contribute", "resign")
 
 
 class Applied(NamedTuple):
@@ -108,6 +112,8 @@ def apply(state: MatchState, seat: int | None, command: dict, now_ms: int) -> Ap
     command is illegal."""
     kind = _command_kind(command)
     _check_sender(kind, seat)
+    if kind in AT_ANY_TIME:
+        now_ms = _not_before_the_last_event(state, now_ms)
     _check_time(state, now_ms)
     _check_not_over(state)
     check_dealing(state, kind)
@@ -148,6 +154,12 @@ def _check_sender(kind: str, seat) -> None:
             raise IllegalCommand("server_only", f"only the server may send {kind!r}")
     elif seat not in (0, 1) and not (kind in SERVER_OR_PLAYER_COMMANDS and seat is None):
         raise IllegalCommand("not_a_player", "only a seated player may send this command")
+
+
+def _not_before_the_last_event(state: MatchState, now_ms):
+    if type(now_ms) is int and state.last_ms is not None:
+        return max(now_ms, state.last_ms)
+    return now_ms
 
 
 def _check_time(state: MatchState, now_ms) -> None:

@@ -152,7 +152,7 @@ def match_submit(
             _void_for_web_gap(match, state, arrival_ms)
             return Outcome(seq=match.seq)
         try:
-            result = engine.apply(state, seat, command, _event_time(state, arrival_ms))
+            result = engine.apply(state, seat, command, arrival_ms)
         except engine.IllegalCommand as exc:
             raise CommandRejected(exc.code, exc.message, **exc.details) from None
         if isinstance(result, engine.Flagged):
@@ -161,14 +161,6 @@ def match_submit(
             _remember_cseq(match, slot, cseq)
         _commit_change(match, result.state, result.events, arrival_ms, arrival_token)
         return Outcome(seq=match.seq, released=arrival_token is not None)
-
-
-def _event_time(state: engine.MatchState, arrival_ms: int) -> int:
-    """A command is recorded at its arrival, but a record's times never go back: a command that
-    waited for the lock behind a later-stamped one (both players contribute while a round is
-    dealt; either may resign at any time) is taken at that one's time. It reached the server
-    before the current turn began, so it costs the sender no time and is never late."""
-    return max(arrival_ms, state.last_ms or arrival_ms)
 
 
 def _flagged(match: Match, state, flagged: engine.Flagged, arrival_ms: int) -> Outcome:
