@@ -150,7 +150,8 @@ async def test_the_web_process_loop_fires_a_due_deadline_without_any_worker(make
     finally:
         loop.cancel()
         await asyncio.gather(loop, return_exceptions=True)
-    start = match.record["rounds"][0]["events"][2]
+    record = await database_sync_to_async(lambda: match.record)()  # its events are rows
+    start = record["rounds"][0]["events"][2]
     assert (start["type"], start["seat"]) == ("start", None)
 
 
