@@ -86,14 +86,6 @@ def now_ms() -> int:
     return authority_ms(sync_redis().time())
 
 
-async def authority_now_or_none() -> int | None:
-    """The authority's time for a client's clock sync, or None while it cannot be read."""
-    try:
-        return authority_ms(await async_redis().time())
-    except RedisError:
-        return None
-
-
 def now_ms_or_wall() -> int:
     """The authority's time, or this machine's wall clock when the authority cannot be read
     (voiding a match for a timing fault must work even then)."""

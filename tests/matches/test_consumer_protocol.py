@@ -14,7 +14,7 @@ from django.contrib.auth.models import AnonymousUser
 
 import engine
 from config.routing import websocket_urlpatterns
-from matches import deadlines, services, timekeeping
+from matches import broadcast, deadlines, services, timekeeping
 from matches.models import Match
 from matches.selectors import match_state
 from realtime.redis_clients import sync_redis
@@ -245,6 +245,20 @@ async def test_ping_is_answered_with_the_authoritys_time_and_the_last_seq():
         assert set(pong) == {"type", "t", "server_ms", "seq"}
         assert (pong["type"], pong["t"], pong["seq"]) == ("pong", token, seq)
         assert before <= pong["server_ms"] <= after
+    await close_all(*sockets.values())
+
+
+async def test_a_ping_is_answered_from_redis_alone_and_from_the_database_once_redis_forgot():
+    match = await new_dealt_match()
+    sockets, _ = await seated(match)
+    key = broadcast.SEQ_KEY.format(match.pk)
+    assert sync_redis().get(key) == str(match.seq)  # written with the match's last change
+    sync_redis().set(key, 9_999)  # Redis is asked, not the database
+    await sockets[0].send_json_to({"type": "ping", "t": 1})
+    assert (await sockets[0].receive_json_from(timeout=TIMEOUT_S))["seq"] == 9_999
+    sync_redis().delete(key)  # Redis lost it (a restart): the database says
+    await sockets[0].send_json_to({"type": "ping", "t": 2})
+    assert (await sockets[0].receive_json_from(timeout=TIMEOUT_S))["seq"] == match.seq
     await close_all(*sockets.values())
 
 
@@ -506,8 +520,8 @@ async def wait_for_authority(at_ms: int, timeout_s: float = TIMEOUT_S) -> int:
 
     async def wait():
         while True:
-            now = await timekeeping.authority_now_or_none()
-            if now is not None and now >= at_ms:
+            now = timekeeping.now_ms()
+            if now >= at_ms:
                 return now
             await asyncio.sleep(0.005)
 
