@@ -35,6 +35,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from benchmarks import profiles
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "live.json"
 PACE_S = (2.0, 4.0)
@@ -390,6 +392,13 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
     for ready in readies:  # every socket open: the measured window starts
         ready.wait(timeout=300)
     pids = {**stack.pids(), **{f"bots-{n}": bot.pid for n, bot in enumerate(bots)}}
+    raw_profile = Path(stack.run_dir) / f"profile-{run}.txt"
+    sampler = None
+    if args.profile_seconds:  # where the first web process spends its time meanwhile
+        web = pids.get("daphne-1") or pids["daphne"]
+        sampler = profiles.record(
+            web, min(args.profile_seconds, int(args.seconds) - 5), raw_profile
+        )
     before, started = cpu_seconds(pids), time.monotonic()
     ws = stack.url.replace("http://", "ws://")
     probe_s = max(5.0, args.seconds - 5)
@@ -407,7 +416,12 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
         merged["n"] += part.get("n", 0)
         merged["errors"].update(part.get("errors", {}))
     forfeits = percentiles(merged["forfeit"])
+    profile = None
+    if sampler is not None:
+        sampler.wait(timeout=60)
+        profile = profiles.summary(raw_profile) if raw_profile.exists() else None
     return {
+        "profile": profile,
         "matches": matches,
         "seconds": args.seconds,
         "commands": merged["n"],
@@ -443,6 +457,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--out", default=str(RESULTS))
     parser.add_argument("--label", default="", help="a name for this set of runs")
+    parser.add_argument("--profile-seconds", type=int, default=0, help="py-spy a web process")
     args = parser.parse_args(argv)
     sizes = [int(size) for size in args.matches.split(",")]
     if "postgres" in (os.environ.get("DATABASE_URL") or ""):

@@ -99,3 +99,9 @@ def run() -> dict:
         "ratio_30_44_to_1": round(rounds_30_44 / round_one, 3),
         "move_ms_by_round": {str(n): round(ms, 3) for n, ms in sorted(median.items())},
     }
+
+
+if __name__ == "__main__":  # python -m benchmarks.move_cost_bench: one run, its JSON on stdout
+    import json
+
+    print(json.dumps(run()))
