@@ -161,10 +161,8 @@ def deal_by_service(match: Match, state: engine.MatchState, browser_seats=()) ->
     """The round being dealt gets its contributions (docs/fairness.md): each seat not in
     ``browser_seats`` sends one through the service; an open page contributes for the seats in
     ``browser_seats`` by itself, and this waits until it has, and checks that it was the page's
-    own (not the server's stand-in after DEAL_CONTRIBUTION_MS)."""
-    for seat in (0, 1):
-        if seat not in browser_seats and engine.may_contribute(state, seat):
-            submit(match, seat, dealing.contribution(seat, state.round_no))
+    own (not the server's stand-in after DEAL_CONTRIBUTION_MS). The pages go first: a command
+    stamped here while a page's is being applied would arrive "before the last event"."""
     for seat in browser_seats:
         contribution = wait_until(
             lambda seat=seat: contribution_of(match.id, state.round_no, seat),
@@ -172,6 +170,9 @@ def deal_by_service(match: Match, state: engine.MatchState, browser_seats=()) ->
             message=f"seat {seat}'s contribution to round {state.round_no}'s deal",
         )
         assert contribution["from_player"], f"the page of seat {seat} did not contribute in time"
+    for seat in (0, 1):
+        if seat not in browser_seats and engine.may_contribute(current(match.id)[1], seat):
+            submit(match, seat, dealing.contribution(seat, state.round_no))
 
 
 def contribution_of(match_id, round_no: int, seat: int) -> dict | None:

@@ -12,11 +12,16 @@ from clients.match_client import MatchClient
 from matches import services, timekeeping
 from matches.models import Match
 from matches.selectors import match_record
+from tests.support.dealing import deal_by_service
 
 
-def new_match(settings, clock: engine.ClockConfig) -> tuple[Match, list[str]]:
+def new_match(
+    settings, clock: engine.ClockConfig, *, dealt: bool = True
+) -> tuple[Match, list[str]]:
     """A match with nobody pressed to Start (the grace is long), and its players' session
-    cookies, seat by seat."""
+    cookies, seat by seat. Its first round is ``dealt`` here, from both players' contributions
+    through the match service (so the long grace is this process's, not the web processes'
+    shorter one); otherwise it waits in dealing for the players' clients to contribute."""
     settings.START_GRACE_MS = 60_000
     users = [get_user_model().objects.create_user(f"player{seat}") for seat in (0, 1)]
     cookies = []
@@ -27,6 +32,8 @@ def new_match(settings, clock: engine.ClockConfig) -> tuple[Match, list[str]]:
     match = services.match_create(
         player0=users[0], player1=users[1], now_ms=timekeeping.now_ms(), clock=clock
     )
+    if dealt:
+        assert deal_by_service(match, dict(enumerate(users)), timekeeping.now_ms())
     return match, cookies
 
 

@@ -87,6 +87,7 @@ def test_a_database_outage_mid_match_is_answered_and_play_resumes(
     made = [
         (e["type"], e["seat"]) for r in record["rounds"] for e in r["events"] if not e.get("auto")
     ]
-    assert len(made) == 3 and made[0][0] == "start" and made[2][0] == "resign"
-    assert made[1][1] == mover_seat  # the decision, applied once
+    assert made[:2] == [("contribute", 0), ("contribute", 1)]  # the deal, in new_match
+    assert len(made) == 5 and made[2][0] == "start" and made[4][0] == "resign"
+    assert made[3][1] == mover_seat  # the decision, applied once
     assert match.status == Match.Status.FINISHED

@@ -148,6 +148,8 @@ def test_a_frozen_redis_closes_no_socket_answers_every_command_and_voids_the_run
     record = audited(match)
     # The service could not stamp a command while a clock ran: a fault of the service (RULES §7).
     assert (match.status, match.reason) == ("void", "void")
-    assert [e["type"] for r in record["rounds"] for e in r["events"]] == ["start", "void"]
+    assert [e["type"] for r in record["rounds"] for e in r["events"]] == [
+        "contribute", "contribute", "start", "void",
+    ]  # fmt: skip
     fault = TimingFault.objects.get(match=match)
     assert (fault.kind, fault.status) == ("unreachable", "confirmed")

@@ -45,13 +45,14 @@ from tests.security.conftest_attacks import (  # noqa: F401
     own_daphne,
 )
 from tests.support import wait_until
+from tests.support.dealing import deal_by_service
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 ROOMY = engine.ClockConfig(bank_ms=60_000, delay_ms=5_000)  # nobody runs out of time
 REPLY_TIMEOUT_S = 20.0  # a command not answered by then is unanswered
 PLAYER_PACE_S = 0.1  # the players' thinking time between decisions
-PLAYER_EVENTS = {"start", "play", "draw", "offer", "accept", "waive"}
+PLAYER_EVENTS = {"contribute", "start", "play", "draw", "offer", "accept", "waive"}
 NOBODY_PLAYING_SENT = {"resign", "void", "timeout", "abandon"}
 SPECTATOR_ANSWERS = {"not_a_player", "rate_limited"}
 CLOSE_TOO_MANY = 4429
@@ -98,6 +99,16 @@ async def send_command(client: MatchClient, command: dict, log: list) -> dict | 
     return entry["reply"]
 
 
+async def dealt(clients: dict, logs: dict) -> None:
+    """Each player contributes to the first round's deal (docs/fairness.md), as its client
+    would; the round is then dealt and waits for Start."""
+    for seat, client in clients.items():
+        ack = await send_command(client, engine.contribution(), logs[seat])
+        assert ack and ack["type"] == "ack", ack
+    for client in clients.values():
+        await client.wait_for(lambda c: c.state["starter"] is not None, REPLY_TIMEOUT_S)
+
+
 async def keep_playing(client: MatchClient, stop: asyncio.Event, seed: int, log: list) -> None:
     """Play legal moves (a random choice from the seat's own view) until ``stop``."""
     rng = random.Random(seed)
@@ -116,7 +127,9 @@ async def keep_playing(client: MatchClient, stop: asyncio.Event, seed: int, log:
         if stop.is_set() or client.over:
             return
         acted_at = client.state["seq"]
-        if client.clocks_stand:
+        if client.contribution_due:  # a round after a settlement waits for its deal
+            command = engine.contribution()
+        elif client.clocks_stand:
             command = {"type": "start"}
         else:
             command = choose(client.view, "random", rng)
@@ -188,7 +201,10 @@ def live_match_problems(match: Match, logs: dict, clients: dict) -> list[str]:
     made = [
         e
         for e in events
-        if e["type"] in PLAYER_EVENTS and e.get("seat") is not None and not e.get("auto")
+        if e["type"] in PLAYER_EVENTS
+        and e.get("seat") is not None
+        and not e.get("auto")
+        and e.get("from_player") is not False  # not the server's stand-in for a contribution
     ]
     if len(made) != len(acks):
         problems.append(f"{len(made)} player events in the record, {len(acks)} acked commands")
@@ -311,6 +327,7 @@ def test_an_anonymous_flood_of_resigns_neither_ends_nor_voids_a_live_or_a_finish
     async def scenario():
         clients = {seat: await player(server.url, live, cookies, seat, source) for seat in (0, 1)}
         logs = {0: [], 1: []}
+        await dealt(clients, logs)
         starter = clients[0].state["starter"]
         ack = await send_command(clients[starter], {"type": "start"}, logs[starter])
         assert ack and ack["type"] == "ack", ack
@@ -384,6 +401,7 @@ def test_an_anonymous_flood_of_resigns_neither_ends_nor_voids_a_live_or_a_finish
 SPECTATOR_COMMANDS = [
     {"type": "resign"},
     {"type": "start"},
+    {"type": "contribute", "value": "5" * 64},
     {"type": "draw"},
     {"type": "play", "tile": [6, 6], "place": None},
     {"type": "offer", "amount": 20},
@@ -421,6 +439,7 @@ def test_spectators_commands_are_refused_without_touching_the_match_while_the_pl
     async def scenario():
         clients = {seat: await player(server.url, match, cookies, seat, source) for seat in (0, 1)}
         logs = {0: [], 1: []}
+        await dealt(clients, logs)
         starter = clients[0].state["starter"]
         ack = await send_command(clients[starter], {"type": "start"}, logs[starter])
         assert ack and ack["type"] == "ack", ack
@@ -631,6 +650,7 @@ def test_a_lower_cseq_from_another_socket_of_the_player_is_stale_not_a_duplicate
     server = own_daphne()
     source = fresh_loopback()  # the per-address cap counts only this test's sockets
     match, cookies = new_match(make_user)
+    deal_by_service(match, {0: match.player0, 1: match.player1}, timekeeping.now_ms())
     starter = engine.first_to_act(match_state(match))
 
     async def scenario():
@@ -656,7 +676,7 @@ def test_a_lower_cseq_from_another_socket_of_the_player_is_stale_not_a_duplicate
     } == {
         "cseq 7 after cseq 8": ("error", "stale_cseq", None),
         "cseq 8 again": ("ack", True, start["seq"]),
-        "recorded": [("start", starter)],
+        "recorded": [("contribute", 0), ("contribute", 1), ("start", starter)],
         "status": "live",
         "last cseq": 8,
     }

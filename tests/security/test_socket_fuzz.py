@@ -26,6 +26,7 @@ carry the frames. FUZZ_FRAMES (default 10,000) sets the frames per kind for a qu
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import json
 import logging
@@ -85,6 +86,9 @@ BUDGETS = {
 HEADERS = [(b"host", b"localhost"), (b"origin", b"http://localhost")]
 # Long clocks: nothing in the run may time out, so every event comes from an acked command.
 CLOCK = engine.ClockConfig(bank_ms=3_600_000, delay_ms=600_000)
+# Nor may the server stand in for a missing contribution to a deal (docs/fairness.md): every
+# `contribute` event of the run must be one a seat's acked command made.
+DEAL_WAIT = {"DEAL_CONTRIBUTION_MS": 3_600_000}
 
 SPECTATOR = "spectator"
 # docs/protocol.md: 4413 after too_large (Daphne lets an application close only with 1000 or
@@ -92,12 +96,17 @@ SPECTATOR = "spectator"
 CLOSE_TOO_LARGE, CLOSE_NO_SUCH_MATCH, CLOSE_NOT_SIGNED_IN = 4413, 4404, 4401
 
 # Every test here is transactional: the runs write through the consumers' own connections (and
-# pytest-django creates the test database only for a module that has a django_db test).
-pytestmark = pytest.mark.django_db(transaction=True)
+# pytest-django creates the test database only for a module that has a django_db test). The
+# first test sets up both runs (each bounded by TIME_LIMIT_S, then checked whole): the suite's
+# per-test timeout would cut them short, so this module's is their budget and a few minutes more.
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.timeout(2 * TIME_LIMIT_S + 240),
+]
 
 # --- what docs/protocol.md (and the issue) allow ---------------------------------------------
 
-PLAYER_COMMANDS = ("start", "play", "draw", "offer", "accept", "waive", "resign")
+PLAYER_COMMANDS = ("start", "contribute", "play", "draw", "offer", "accept", "waive", "resign")
 SERVER_COMMANDS = ("timeout", "abandon", "void")
 SIDES = ("high", "low", "chain_a", "chain_b", "arm_a", "arm_b")
 MATCH_CODES = {
@@ -108,19 +117,23 @@ MATCH_CODES = {
     "place_required", "place_not_open", "halves_do_not_match", "can_play", "must_play_drawn",
     "nothing_to_accept", "cannot_waive", "offer_not_multiple_of_5", "offer_below_minimum",
     "offer_unaffordable", "time_went_backwards", "bad_time", "stale_cseq", "too_large",
+    "dealing", "not_dealing", "already_contributed", "bad_contribution",
 }  # fmt: skip
 # Answers that say "not now, send it again": documented, allowed for any frame, counted.
 TRANSIENT = {"rate_limited", "time_unavailable", "busy", "unavailable"}
 # The refusals of a well-formed command: the state of the match or the rules say no.
 RULE_REFUSALS = MATCH_CODES - {
     "bad_message", "bad_command", "unknown_command", "server_only", "not_a_player",
-    "stale_cseq", "too_large", "no_such_match",
+    "stale_cseq", "too_large", "no_such_match", "bad_contribution",
 }  # fmt: skip
 # What the engine checks before it reads a command's fields (engine/rules.py, in that order).
 STATE_CHECKS = {
     "match_over", "clocks_standing", "round_over", "not_your_turn", "auction_on", "no_auction",
     "not_your_start", "already_started", "time_went_backwards", "bad_time",
+    "dealing", "not_dealing", "already_contributed",  # engine/fairness.py, before the value
 }  # fmt: skip
+# What the engine checks before it looks at a contribute's `drawn` (engine/rules.py, fairness.py).
+BEFORE_DRAWN = {"match_over", "not_dealing", "time_went_backwards", "bad_time"}
 RECENT_CSEQS = 64  # a resend of one of the last 64 applied cseqs must be a duplicate
 
 LOBBY_REQUESTS = (
@@ -142,6 +155,7 @@ CSEQS = "a resent cseq is a duplicate only if it was applied, else stale_cseq"
 RECORD = "the match record changed only by the acked legal commands"
 ENGINE = "the records replay through the engine (`python -m engine check`)"
 LOBBY_STATE = "the lobby changed only by accepted, well-formed requests"
+SECRET = "no one was shown another seat's contribution before its round was dealt"
 
 
 # --- the report of one run -------------------------------------------------------------------
@@ -193,7 +207,7 @@ class Report:
         self.slowest = sorted([*self.slowest, slow])[-3:]
 
     def summary(self) -> str:
-        top = ", ".join(f"{k} {n}" for k, n in self.answers.most_common(12))
+        top = ", ".join(f"{k} {n}" for k, n in self.answers.most_common(30))
         return (
             f"{self.kind}: {self.frames} frames in {self.seconds:.0f} s; "
             f"categories {dict(self.categories)}; answers: {top}; "
@@ -393,6 +407,13 @@ def valid_tile(value) -> bool:
     )
 
 
+CONTRIBUTION = re.compile(r"[0-9a-f]{64}")  # docs/fairness.md: exactly 64 lowercase hex digits
+
+
+def valid_contribution(value) -> bool:
+    return isinstance(value, str) and CONTRIBUTION.fullmatch(value) is not None
+
+
 def valid_place(value) -> bool:
     return value is None or (
         type(value) is dict and value.get("side") in SIDES and valid_tile(value.get("tile"))
@@ -401,9 +422,11 @@ def valid_place(value) -> bool:
 
 def command_faults(content: dict) -> set[str]:
     """What is wrong with a command's shape (docs/protocol.md): ``cseq`` (not a positive whole
-    number), ``type`` (no string type), ``unknown``, ``server_only``, ``fields`` (a field of the
-    wrong type or form), ``seat`` (a seat that is not 0 or 1; online it is ignored, but a strict
-    server may refuse it), ``huge`` (a cseq or amount beyond 32 bits)."""
+    number), ``type`` (no string type), ``unknown``, ``server_only`` (a server command, or a
+    player's contribute that says ``drawn``), ``fields`` (a field of the wrong type or form, a
+    contribution that is not 64 lowercase hex digits), ``seat`` (a seat that is not 0 or 1;
+    online it is ignored, but a strict server may refuse it), ``huge`` (a cseq or amount beyond
+    32 bits)."""
     faults = set()
     cseq = content.get("cseq")
     if cseq is not None and not is_cseq(cseq):
@@ -422,6 +445,10 @@ def command_faults(content: dict) -> set[str]:
     ):
         faults.add("fields")
     elif kind == "offer" and type(content.get("amount")) is not int:
+        faults.add("fields")
+    elif kind == "contribute" and "drawn" in content:
+        faults.add("server_only")  # only the server stands in (after the engine's state checks)
+    elif kind == "contribute" and not valid_contribution(content.get("value")):
         faults.add("fields")
     if "seat" in content and not (type(content["seat"]) is int and content["seat"] in (0, 1)):
         faults.add("seat")
@@ -476,6 +503,12 @@ WRONG_PLACES = [
 WRONG_AMOUNTS = ["20", 20.0, 22.5, True, False, None, [20], {"amount": 20}, "", "twenty", 1e400]
 ODD_AMOUNTS = [10**30, 2**63, -5, 0, 7, 2**31]  # whole numbers, so not malformed: refused
 FORGED_SEATS = ["0", "1", 2, -1, None, [0], True, 1.0, {"seat": 0}]
+_HEX = "0123456789abcdef" * 4
+WRONG_VALUES = [
+    "<missing>", None, "", 0, 2**256, True, [_HEX], {"value": _HEX}, _HEX.upper(), _HEX[:-1],
+    _HEX + "0", " " + _HEX[1:], _HEX[:-1] + "\n", _HEX[:-1] + "g", "0x" + _HEX[2:],
+    "\u0660" * 64, "\uff10" * 64, _HEX[:-1] + "\u00e9", _HEX + "\n",
+]  # fmt: skip
 
 
 def draw_junk(draw, category: str) -> str | bytes:
@@ -565,7 +598,8 @@ class Collect(logging.Handler):
 
 @contextmanager
 def fuzz_environment():
-    """The budgets raised, every WARNING+ record of every logger collected, deals reproducible,
+    """The budgets raised (and the wait for contributions to a deal), every WARNING+ record of
+    every logger collected, deals reproducible,
     Redis presence of earlier runs cleared; the database flushed afterwards (the run writes for
     real, like a transactional test)."""
     handler = Collect()
@@ -576,7 +610,7 @@ def fuzz_environment():
         sync_redis().delete(key)
     seeds = random.Random(72)
     try:
-        with override_settings(**BUDGETS), pytest.MonkeyPatch.context() as patch:
+        with override_settings(**BUDGETS, **DEAL_WAIT), pytest.MonkeyPatch.context() as patch:
             patch.setattr(engine, "new_seed", lambda: f"{seeds.getrandbits(256):064x}")
             yield handler.records
     finally:
@@ -714,6 +748,7 @@ class MatchFuzz:
         self.states: dict = {}
         self.seq = 0
         self.over_for: int | None = None
+        self.secrets: dict = {}  # contribution value -> (seat, round) of the values sent
         for role in (0, 1, SPECTATOR):
             await self.connect(role)
 
@@ -744,6 +779,7 @@ class MatchFuzz:
         label = f"{category} from {role}: {describe(payload)}"
         shape = frame_shape(payload)
         self.seq_before = self.seq
+        self.note_secret(role, shape)
         lost = await self.sockets[role].send(payload)
         output = lost or await self.answer(role)
         if output.kind != "message":
@@ -814,6 +850,33 @@ class MatchFuzz:
             )
         return True
 
+    def note_secret(self, role, shape: Shape) -> None:
+        """A contribution a seat sends is its secret until the round it was sent in is dealt."""
+        content = shape.content if shape.kind == "object" else None
+        if (
+            role in (0, 1)
+            and content is not None
+            and content.get("type") == "contribute"
+            and valid_contribution(content.get("value"))
+            and role in self.states
+        ):
+            self.secrets[content["value"]] = (role, self.states[role]["view"].get("round"))
+
+    def check_secrets(self, role, message: dict) -> None:
+        """A message whose own view says its round is still being dealt shows no other seat's
+        contribution to that round (docs/fairness.md), in its view or its events."""
+        view = message["view"]
+        if view.get("phase") != "dealing":
+            return
+        text = json.dumps(message)
+        for value, (seat, round_no) in self.secrets.items():
+            if seat != role and round_no == view.get("round") and value in text:
+                self.report.violate(
+                    SECRET,
+                    f"{role} was sent seat {seat}'s contribution {value[:12]}... in round "
+                    f"{round_no} while it was dealt: {text[:300]}",
+                )
+
     def observe(self, role, message: dict) -> None:
         seq = message.get("seq")
         view = message.get("view")
@@ -825,6 +888,7 @@ class MatchFuzz:
         expected_you = None if role == SPECTATOR else role
         if message.get("you") != expected_you:
             self.report.violate(ANSWERED, f"{role} was sent a state for you={message.get('you')}")
+        self.check_secrets(role, message)
         if role not in self.states or seq >= self.states[role]["seq"]:
             self.states[role] = message
         self.seq = max(self.seq, seq)
@@ -874,10 +938,14 @@ class MatchFuzz:
             shape_codes |= {"bad_command", "bad_message"}
         if "unknown" in faults:
             shape_codes |= {"unknown_command", "bad_message"}
+        contributing = content.get("type") == "contribute"
         if "server_only" in faults:
-            shape_codes |= {"server_only"}
+            # A player's `drawn` is refused once the engine knows the round is being dealt.
+            shape_codes |= {"server_only"} | (BEFORE_DRAWN if contributing else set())
         if "fields" in faults:
             shape_codes |= {"bad_command", "bad_message"} | STATE_CHECKS
+            if contributing:
+                shape_codes |= {"bad_contribution"}
         if {"seat", "huge"} & faults:
             shape_codes |= {"bad_message"}
         malformed = bool({"type", "unknown", "server_only", "fields"} & faults)
@@ -966,6 +1034,8 @@ class MatchFuzz:
         view = message["view"]
         legal = view.get("legal") or {}
         commands = []
+        if legal.get("contribute"):  # the round waits for this seat's share of its deal
+            commands.append({"type": "contribute", "value": self.contribution(seat, message)})
         if message.get("starter") == seat and legal.get("start"):
             commands.append({"type": "start"})
         if view.get("to_act") == seat:
@@ -981,6 +1051,12 @@ class MatchFuzz:
                 # The lowest offers: a big one may cost the whole balance, ending the match.
                 commands += [{"type": "offer", "amount": a} for a in amounts[:3]]
         return commands
+
+    def contribution(self, seat, message: dict) -> str:
+        """The seat's contribution to the round its view shows: fixed by the match, the seat and
+        the event number, so the run's deals are reproducible (a client draws it at random)."""
+        text = f"fuzz contribution {len(self.played)} {seat} {message['seq']}"
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def stale(self, seat) -> bool:
         return seat not in self.states or self.states[seat]["seq"] < self.seq
@@ -1004,6 +1080,8 @@ class MatchFuzz:
             command.update(tile=plan["tile"], place=plan["place"])
         if plan["kind"] == "offer":
             command["amount"] = plan["amount"]
+        if plan["kind"] == "contribute":
+            command["value"] = plan["value"]
         return command
 
     def build_frame(self, category: str, role, plan) -> tuple:
@@ -1053,6 +1131,16 @@ class MatchFuzz:
             return sender, "replayed (nothing yet)", json.dumps({"type": "hello"})
         if category == "wrong_types":
             sender = pick(actors or [0, 1], picks[0]) if flags[1] else role
+            # A round is dealt within a few frames: while one waits, half the wrong frames are
+            # contributions from a seat that may still contribute (else the state check, not
+            # the value's, would answer them).
+            contributors = [
+                seat for seat in (0, 1) if any(c["type"] == "contribute" for c in self.legal(seat))
+            ]
+            field_name = plan["field"]
+            if contributors and flags[3]:
+                sender = pick(contributors, picks[0])
+                field_name = pick(["value", "value", "drawn"], picks[3])
             plays = (
                 [c for c in self.legal(sender) if c["type"] == "play"]
                 if sender != SPECTATOR
@@ -1064,7 +1152,6 @@ class MatchFuzz:
                 else {"type": "play", "tile": [6, 6], "place": None}
             )
             low, high = base["tile"]
-            field_name = plan["field"]
             if field_name == "tile":
                 mutants = {
                     "float": [float(low), high], "str": [str(low), str(high)],
@@ -1080,6 +1167,14 @@ class MatchFuzz:
                 base = {"type": "offer", "amount": plan["wrong_amount"]}
             elif field_name == "odd_amount":
                 base = {"type": "offer", "amount": plan["odd_amount"]}
+            elif field_name == "value":
+                base = {"type": "contribute", "value": plan["wrong_value"]}
+                if base["value"] == "<missing>":
+                    del base["value"]
+            elif field_name == "drawn":  # the server's own stand-in, from a player
+                base = {"type": "contribute", "drawn": plan["drawn"]}
+                if plan["flags"][2]:
+                    base["value"] = plan["value"]
             else:
                 base = {"type": "void", "why": plan["why"]}
             return sender, category, json.dumps({**base, **self.cseq_of(plan, sender)})
@@ -1185,6 +1280,7 @@ def material(**extra) -> st.SearchStrategy:
                 }
             ),
             "amount": st.integers(0, 60).map(lambda n: 5 * n),
+            "value": st.binary(min_size=32, max_size=32).map(bytes.hex),
             **extra,
         }
     )
@@ -1196,11 +1292,18 @@ MATCH_PLANS = {
     "forged_seat": material(seat=st.sampled_from(["other"] * 4 + FORGED_SEATS)),
     "replayed": material(form=st.sampled_from(["recent", "recent", "old", "stale", "stale"])),
     "wrong_types": material(
-        field=st.sampled_from(["tile", "tile", "place", "amount", "odd_amount", "why"]),
+        field=st.sampled_from(
+            ["tile", "tile", "place", "amount", "odd_amount", "why", "value", "value", "drawn"]
+        ),
         wrong_tile=st.sampled_from(WRONG_TILES + ["float", "str", "joined", "three"]),
         wrong_place=st.sampled_from(WRONG_PLACES),
         wrong_amount=st.sampled_from(WRONG_AMOUNTS),
         odd_amount=st.sampled_from(ODD_AMOUNTS),
+        wrong_value=st.sampled_from(WRONG_VALUES)
+        | st.text(alphabet="0123456789abcdefABCDEF", min_size=62, max_size=66).filter(
+            lambda text: not valid_contribution(text)
+        ),
+        drawn=st.sampled_from([True, False, None, 1, "true"]),
         why=st.sampled_from([None, 1, [], "", {"why": "x"}]),
     ),
     "bad_cseq": material(cseq=st.sampled_from(BAD_CSEQS)),
@@ -1219,7 +1322,10 @@ MATCH_PLANS = {
     "random_object": st.fixed_dictionaries(
         {
             "content": st.dictionaries(
-                st.sampled_from(["type", "cseq", "tile", "place", "amount", "seat", "t", "why"])
+                st.sampled_from(
+                    ["type", "cseq", "tile", "place", "amount", "seat", "t", "why", "value"]
+                    + ["drawn"]
+                )
                 | st.text(max_size=5),
                 small_json,
                 max_size=6,
@@ -1279,6 +1385,10 @@ def verify_record(played: Played) -> tuple[list[str], list[str], dict | None]:
             or (own["type"] == "play" and not same_tile(own["tile"], command["tile"]))
             or (own["type"] == "play" and (own["place"] is None) != (command.get("place") is None))
             or (own["type"] == "offer" and own["amount"] != command["amount"])
+            or (
+                own["type"] == "contribute"
+                and (own.get("value"), own.get("from_player")) != (command["value"], True)
+            )
         ):
             problems.append(
                 f"match {match.pk}: seat {applied.seat} was acked {command}, the record has {own}"
@@ -1316,10 +1426,11 @@ def match_fuzz(django_db_setup, django_db_blocker, tmp_path_factory) -> Report:
         (ala, ala_cookie), (olek, olek_cookie) = signed_in("fuzz_ala"), signed_in("fuzz_olek")
         fuzz = MatchFuzz(report, (ala, olek), {ala.pk: ala_cookie, olek.pk: olek_cookie})
         fuzz.run()
-        finished, applied, endings = 0, 0, Counter()
+        finished, applied, contributions, endings = 0, 0, 0, Counter()
         for played in fuzz.played:
             problems, audit, record = verify_record(played)
             applied += len(played.applied)
+            contributions += sum(1 for a in played.applied if a.command["type"] == "contribute")
             for problem in problems:
                 report.violate(RECORD, problem)
             for problem in audit:
@@ -1336,8 +1447,9 @@ def match_fuzz(django_db_setup, django_db_blocker, tmp_path_factory) -> Report:
                             ENGINE, f"`python -m engine check` refused the record: {refused}"
                         )
         report.notes.update(
-            matches=len(fuzz.played), finished=finished, endings=dict(endings), applied=applied
-        )
+            matches=len(fuzz.played), finished=finished, endings=dict(endings), applied=applied,
+            contributions=contributions,
+        )  # fmt: skip
         report.logs = list(logs)
     print("\n" + report.summary())
     return report
@@ -1912,6 +2024,10 @@ def test_each_socket_kind_gets_ten_thousand_fuzzed_frames_and_legal_moves_progre
         "legal commands were rarely applied: " + match_fuzz.summary()
     )
     assert match_fuzz.notes["finished"] >= 2, "fewer than two fuzzed matches finished"
+    # Rounds were dealt from the seats' contributions, and fuzzed while they waited for them.
+    assert match_fuzz.notes["contributions"] >= 8, match_fuzz.summary()
+    for code, least in (("dealing", 20), ("not_dealing", 20), ("bad_contribution", 10)):
+        assert match_fuzz.answers[f"error:{code}"] >= least, match_fuzz.summary()
     assert lobby_fuzz.answers["ok"] >= 200, (
         "lobby requests were rarely accepted: " + lobby_fuzz.summary()
     )
@@ -1946,6 +2062,10 @@ def test_a_resent_cseq_is_a_duplicate_only_if_it_was_applied_otherwise_stale(mat
 
 def test_the_match_record_changes_only_by_the_acked_legal_commands(match_fuzz):
     assert not match_fuzz.violations[RECORD], match_fuzz.failures(RECORD)
+
+
+def test_no_one_sees_another_seats_contribution_before_the_deal(match_fuzz):
+    assert not match_fuzz.violations[SECRET], match_fuzz.failures(SECRET)
 
 
 @pytest.mark.parametrize("kind", ["match", "lobby"])
