@@ -31,6 +31,21 @@ def browser_type_launch_args(browser_type_launch_args):
     }
 
 
+# A page must load and contribute before the server stands in for it: on a loaded machine 5 s
+# is short for that, and a stand-in is not what most of these tests are about.
+DEAL_WAIT_MS = 15_000
+
+
+@pytest.fixture(scope="session")
+def server_env(server_env):
+    return {**server_env, "DEAL_CONTRIBUTION_MS": str(DEAL_WAIT_MS)}  # rounds dealt in Daphne
+
+
+@pytest.fixture(autouse=True)
+def roomy_deal_wait(settings):
+    settings.DEAL_CONTRIBUTION_MS = DEAL_WAIT_MS  # rounds dealt here (a match's first)
+
+
 @pytest.fixture
 def servers(daphne_server, celery_worker_process, transactional_db):
     return daphne_server
