@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -15,6 +16,7 @@ import pytest
 import redis
 
 from config.health import HEARTBEAT_KEY
+from scripts.loadbalancer import haproxy_binary
 from scripts.localredis import ping, start_local_redis
 from scripts.proc import Backoff, Supervisor, group_members
 from tests.support import wait_until
@@ -48,6 +50,8 @@ def _role(pid: int) -> str | None:
     text = b" ".join(argv)
     if b"redis-server" in text:
         return "redis"
+    if b"haproxy" in text:
+        return "haproxy"
     if b"daphne" in argv:
         return "daphne"
     if b"celery" in argv:
@@ -137,8 +141,15 @@ def devserver(env: dict[str, str], port: int, tmp: Path):
                 process.wait()
 
 
-def _env(server_env: dict[str, str], tmp: Path, *, local_redis: bool, redis_db: int = 15):
-    env = {**server_env, "HEARTBEAT_INTERVAL_S": "1", "STATIC_ROOT": str(tmp / "static")}
+def _env(
+    server_env: dict[str, str], tmp: Path, *, local_redis: bool, redis_db: int = 15, web: int = 1
+):
+    env = {
+        **server_env,
+        "HEARTBEAT_INTERVAL_S": "1",
+        "STATIC_ROOT": str(tmp / "static"),
+        "WEB_PROCESSES": str(web),  # one Daphne on the port, unless the test is about several
+    }
     if local_redis:
         del env["REDIS_URL"]  # devserver starts its own redis-server
     else:
@@ -179,6 +190,40 @@ def test_run_serves_the_site_with_a_worker_and_beat_and_stops_them_all(
         assert not any(_alive(pid) for pid in [*pids.values(), *worker_pool])
         assert not any(group_members(pid) for pid in pids.values())
         assert "All stopped." in server.log()
+
+
+@pytest.mark.skipif(
+    haproxy_binary() is None and os.environ.get("CI") != "true",
+    reason="haproxy is not installed (.ci/run installs it)",
+)
+def test_run_serves_through_haproxy_with_two_web_processes_and_restarts_a_killed_one(
+    server_env, free_port, tmp_path
+):
+    env = _env(server_env, tmp_path, local_redis=False, redis_db=14, web=2)
+    with devserver(env, free_port, tmp_path) as server:
+        server.wait_healthy()
+        pids = json.loads((server.run_dir / "processes.json").read_text())
+        assert {"daphne-1", "daphne-2", "haproxy", "worker", "beat"} <= set(pids)
+        assert "2 web processes behind HAProxy" in server.log()
+        # The balancer spreads requests over both (it names who answered).
+        served = {
+            urllib.request.urlopen(f"{server.base}/healthz").headers["X-Served-By"]
+            for _ in range(10)
+        }
+        assert served == {"daphne-1", "daphne-2"}
+        os.kill(pids["daphne-1"], signal.SIGKILL)
+        # The other goes on serving meanwhile, and the killed one is started again.
+        assert http_get(f"{server.base}/")[0] == 200
+        wait_until(
+            lambda: (
+                json.loads((server.run_dir / "processes.json").read_text())["daphne-1"]
+                != pids["daphne-1"]
+            ),
+            30,
+            message="a new daphne-1",
+        )
+        assert "daphne-1 exited with code -9 (SIGKILL); restarting in" in server.log()
+        server.wait_healthy(30)
 
 
 def test_a_killed_worker_is_restarted_and_the_site_stays_up(local_run):
