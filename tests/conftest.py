@@ -19,6 +19,7 @@ from django.core.management import call_command
 
 from scripts.proc import Supervisor
 from tests.support import free_port as _free_port
+from tests.support.fairness_verifier import verifier_source
 from tests.support.servers import server_environment, start_celery_worker, start_daphne
 
 
@@ -78,3 +79,11 @@ def private_web_beats(monkeypatch):
         sync_redis().delete(key)
     except Exception:  # a test that pointed REDIS_URL at a Redis that is gone
         pass
+
+
+@pytest.fixture(scope="module")
+def verifier(tmp_path_factory):
+    """docs/fairness.md's standalone verifier, copied into a file of its own (``verify.py``)."""
+    path = tmp_path_factory.mktemp("verifier") / "verify.py"
+    path.write_text(verifier_source(), encoding="utf-8")
+    return path

@@ -1,15 +1,10 @@
 """The standalone verifier of docs/fairness.md (its first ``python`` block), run as a reader would
 run it: copied into a file and started with ``python verify.py record.json``."""
 
-import json
-import re
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from engine.simulate import simulate
+from tests.support.fairness_verifier import verifier_source, verify
 
 from .corruptions import (
     changed_contribution,
@@ -21,27 +16,10 @@ from .corruptions import (
 )
 from .drive import play_match
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "fairness.md"
 
-
-@pytest.fixture(scope="module")
-def verifier(tmp_path_factory) -> Path:
-    block = re.search(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S).group(1)
-    code_lines = [line for line in block.splitlines() if line.strip()]
-    assert len(code_lines) <= 42, "the verifier is meant to be read at a glance"
-    path = tmp_path_factory.mktemp("verifier") / "verify.py"
-    path.write_text(block, encoding="utf-8")
-    return path
-
-
-def verify(verifier: Path, record: dict, tmp_path: Path) -> tuple[int, list[str]]:
-    path = tmp_path / "record.json"
-    path.write_text(json.dumps(record), encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, str(verifier), str(path)], capture_output=True, text=True, timeout=60
-    )
-    assert done.stderr == ""
-    return done.returncode, done.stdout.splitlines()
+def test_the_verifier_is_short_enough_to_read_at_a_glance():
+    code_lines = [line for line in verifier_source().splitlines() if line.strip()]
+    assert len(code_lines) <= 42
 
 
 def test_the_verifier_re_deals_every_round_of_simulated_matches(verifier, tmp_path):

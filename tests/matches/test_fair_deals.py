@@ -8,11 +8,7 @@ Redis and channel layer, injected time (the consumer test reads the authority's)
 from __future__ import annotations
 
 import json
-import re
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import AnonymousUser
@@ -38,9 +34,9 @@ from tests.matches.test_consumer_protocol import (
     reloaded,
 )
 from tests.support.dealing import contribution
+from tests.support.fairness_verifier import verify
 
 DEAL_WAIT, GRACE, BANK = 5_000, 20_000, 120_000
-DOC = Path(__file__).resolve().parents[2] / "docs" / "fairness.md"
 
 
 def value_of(seat: int, round_no: int = 1) -> str:
@@ -369,24 +365,6 @@ async def test_contributions_over_the_socket_are_acked_refused_and_withheld_unti
 
 
 # --- the verifier of docs/fairness.md on matches played through the service -----------------
-
-
-@pytest.fixture(scope="module")
-def verifier(tmp_path_factory) -> Path:
-    block = re.search(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S).group(1)
-    path = tmp_path_factory.mktemp("verifier") / "verify.py"
-    path.write_text(block, encoding="utf-8")
-    return path
-
-
-def verify(verifier: Path, record: dict, tmp_path: Path) -> tuple[int, list[str]]:
-    path = tmp_path / "record.json"
-    path.write_text(json.dumps(record), encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, str(verifier), str(path)], capture_output=True, text=True, timeout=60
-    )
-    assert done.stderr == ""
-    return done.returncode, done.stdout.splitlines()
 
 
 def play_to_the_end(table: Table, *, absent_in_round=None, resign_in_round=None, seed=0) -> Match:
