@@ -48,12 +48,12 @@ def plot_latency(runs_set: dict, path: Path) -> None:
     ax.set_xlabel("concurrent matches")
     ax.set_ylabel("ms")
     ax.set_yscale("log")
+    if len(x) > 1:
+        ax.set_xscale("log")
     ax.set_title(f"Latency at a human pace ({_describe(runs_set)})")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def plot_cpu(runs_set: dict, path: Path) -> None:
@@ -71,9 +71,7 @@ def plot_cpu(runs_set: dict, path: Path) -> None:
     ax.set_ylabel("% of one core")
     ax.set_title(f"CPU per process ({_describe(runs_set)})")
     ax.legend(fontsize=7, ncol=3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def plot_forfeits(runs_set: dict, path: Path) -> None:
@@ -89,9 +87,7 @@ def plot_forfeits(runs_set: dict, path: Path) -> None:
     ax.set_title("Forfeit lateness")
     ax.grid(True, alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def plot_move_cost(move_cost: dict, path: Path) -> None:
@@ -106,6 +102,10 @@ def plot_move_cost(move_cost: dict, path: Path) -> None:
     ax.set_title(f"A move's cost in the match service by round ({move_cost['database']})")
     ax.grid(True, alpha=0.3)
     ax.legend()
+    _save(plt, fig, path)
+
+
+def _save(plt, fig, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
