@@ -244,9 +244,9 @@ class LiveMatchListApi(OneValueEach, ListAPIView):
 
 def last_change_s(match: Match) -> int:
     """When the record last changed (its last event, stamped by the time authority), in s."""
-    last = match.events.order_by("-seq").values_list("data", flat=True).first()
-    if last is not None:
-        return last["at_ms"] // 1000
+    for round_record in reversed(match.header["rounds"]):  # a finished match's whole record
+        if round_record["events"]:
+            return round_record["events"][-1]["at_ms"] // 1000
     return int((match.finished_at or datetime.now()).timestamp())
 
 

@@ -37,12 +37,13 @@ def with_summary(queryset: QuerySet[Match]) -> QuerySet[Match]:
 
 
 def with_record(queryset: QuerySet[Match]) -> QuerySet[Match]:
-    """What ``match_record`` needs (the header, its events, the totals and the ratings),
-    without the snapshot."""
+    """What ``match_record`` needs (the header, the totals and the ratings), without the
+    snapshot. A finished match's header is its whole record; a live one's events are read
+    with it."""
     return queryset.only(
         "id", "status", "seq", "finished_at", "header", "balances", "winner", "reason",
         "rating_before0", "rating_before1", "rating_after0", "rating_after1",
-    ).prefetch_related("events")  # fmt: skip
+    )  # fmt: skip
 
 
 def match_archive() -> QuerySet[Match]:

@@ -105,8 +105,9 @@ class Match(models.Model):
         """The whole record of ARCHIVE.md, as stored (nothing withheld): the header with each
         round's events and the totals as they stand. A fresh dict on every read."""
         record = copy.deepcopy(self.header)
-        for event in self.events.all():  # prefetched by archive lists (with_record)
-            record["rounds"][event.round_number - 1]["events"].append(event.data)
+        if not self.is_over:  # a finished record holds its events already
+            for event in self.events.all():
+                record["rounds"][event.round_number - 1]["events"].append(event.data)
         record["balances"] = list(self.balances)
         record["status"] = self.status
         if self.is_over:

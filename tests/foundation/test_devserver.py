@@ -205,12 +205,15 @@ def test_run_serves_through_haproxy_with_two_web_processes_and_restarts_a_killed
         pids = json.loads((server.run_dir / "processes.json").read_text())
         assert {"daphne-1", "daphne-2", "haproxy", "worker", "beat"} <= set(pids)
         assert "2 web processes behind HAProxy" in server.log()
-        # The balancer spreads requests over both (it names who answered).
-        served = {
-            urllib.request.urlopen(f"{server.base}/healthz").headers["X-Served-By"]
-            for _ in range(10)
-        }
-        assert served == {"daphne-1", "daphne-2"}
+        # The balancer spreads requests over both (it names who answered), once its checks
+        # have seen both up.
+        served = set()
+
+        def both_served():
+            served.add(urllib.request.urlopen(f"{server.base}/healthz").headers["X-Served-By"])
+            return served == {"daphne-1", "daphne-2"}
+
+        wait_until(both_served, 20, message="requests answered by both web processes")
         os.kill(pids["daphne-1"], signal.SIGKILL)
         # The other goes on serving meanwhile, and the killed one is started again.
         assert http_get(f"{server.base}/")[0] == 200
