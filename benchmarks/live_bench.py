@@ -82,7 +82,7 @@ async def _play_all(seats: list[Seat], url: str, seconds: float, seed: int, out:
     class TimedClient(MatchClient):
         """Times each event made by the other seat (or the server) from its stamp to here."""
 
-        watching_forfeits = None  # the seat whose opponent falls silent times the forfeit
+        watching_forfeits = None  # the silent seat's own client times its forfeit
 
         async def _on_state(self, message: dict) -> None:
             now = wall_ms()
@@ -109,7 +109,7 @@ async def _play_all(seats: list[Seat], url: str, seconds: float, seed: int, out:
                 stats["errors"][f"connect: {type(client).__name__}"] += 1
                 continue
             if seat.silent_after_s is not None:
-                client.watching_forfeits = 1 - seat.seat  # the opponent times the forfeit
+                client.watching_forfeits = seat.seat
             clients.append((seat, client))
     ready.set()
     rng = random.Random(seed)
@@ -262,14 +262,17 @@ class Stack:
 def children_output(path: Path):
     """Processes started inside write to ``path`` (Daphne logs every request), not to ours."""
     sys.stdout.flush()
-    saved = os.dup(1)
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
     with open(path, "ab") as log:
         os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
     try:
         yield
     finally:
-        os.dup2(saved, 1)
-        os.close(saved)
+        for fd, copy in zip((1, 2), saved, strict=True):
+            os.dup2(copy, fd)
+            os.close(copy)
 
 
 def healthy(url: str) -> bool:

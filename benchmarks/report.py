@@ -92,9 +92,14 @@ def plot_forfeits(runs_set: dict, path: Path) -> None:
 
 def plot_move_cost(move_cost: dict, path: Path) -> None:
     plt = _figure()
-    rounds = sorted(int(n) for n in move_cost["move_ms_by_round"])
     fig, ax = plt.subplots(figsize=(8, 4))
-    ax.plot(rounds, [move_cost["move_ms_by_round"][str(n)] for n in rounds], "-o", markersize=3)
+    before = move_cost.get("before")
+    series = (("before (record rewritten)", before), ("now (events as rows)", move_cost))
+    for label, costs in series:
+        if costs:
+            rounds = sorted(int(n) for n in costs["move_ms_by_round"])
+            by_round = costs["move_ms_by_round"]
+            ax.plot(rounds, [by_round[str(n)] for n in rounds], "-o", markersize=3, label=label)
     ax.axvspan(30, 44, color="orange", alpha=0.15, label="rounds 30-44")
     ax.set_ylim(bottom=0)
     ax.set_xlabel("round")
@@ -183,6 +188,18 @@ def write() -> Path:
             f"{move_cost['move_ms_round_1']} ms in round 1 and {move_cost['move_ms_rounds_30_44']}",
             f"ms in rounds 30-44 (median), a ratio of {move_cost['ratio_30_44_to_1']}.",
             "",
+        ]
+        if before := move_cost.get("before"):
+            lines += [
+                f"Before (commit {before['commit']}, {before['note']}): "
+                f"{before['move_ms_round_1']} ms in round 1, "
+                f"{before['move_ms_rounds_30_44']} ms in rounds 30-44, "
+                f"a ratio of {before['ratio_30_44_to_1']}. py-spy of the whole run: "
+                "benchmarks/results/profiles/move_cost_before.json and move_cost_after.json "
+                "(the share of samples spent encoding or decoding JSON, `json_share`).",
+                "",
+            ]
+        lines += [
             "![move cost](benchmarks/move-cost.png)",
             "",
         ]
