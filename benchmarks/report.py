@@ -15,6 +15,9 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 DOC = ROOT / "docs" / "benchmarks.md"
 PLOTS = ROOT / "docs" / "benchmarks"
+# What stands above this line in docs/benchmarks.md is written by people (what the figures
+# say) and kept; what is below is made again from the results.
+MARKER = "<!-- The rest of this page is made by python -m benchmarks.report. -->"
 
 
 def _load(name: str) -> dict | None:
@@ -153,9 +156,10 @@ def _table(runs_set: dict) -> list[str]:
 def write() -> Path:
     live, move_cost = _load("live.json"), _load("move_cost.json")
     PLOTS.mkdir(parents=True, exist_ok=True)
-    lines = [
-        "# Benchmarks of the live service",
-        "",
+    written = DOC.read_text() if DOC.exists() else ""
+    kept = written.split(MARKER)[0].rstrip("\n") if MARKER in written else ""
+    lines = [kept, "", MARKER, ""] if kept else ["# Benchmarks of the live service", ""]
+    lines += [
         "Made by `make bench-live` (benchmarks/live_bench.py, then benchmarks/report.py) and",
         "`make bench` (benchmarks/move_cost_bench.py) on this project's 2-core machine. Each",
         "figure stands beside the floor measured in the same run: echo (a) is `ws/echo/` through",
