@@ -313,7 +313,10 @@ def test_reconnect_mid_turn_gets_the_missed_events_and_the_clock_runs_on(duel):
         await table.deal(*clients.values())
         starter = clients[0].state["starter"]
         await clients[starter].command({"type": "start"})
-        await clients[0].wait_for(lambda c: c.view["to_act"] is not None)
+        # Both must have seen the start: the mover plays from its own view, and what the
+        # other saw is the point from which it asks to be caught up.
+        for client in clients.values():
+            await client.wait_for(lambda c: c.view["to_act"] is not None)
         mover = clients[0].view["to_act"]
         other = 1 - mover
         seen = clients[other].seq
