@@ -4,11 +4,13 @@
 
 It starts the stack itself, as `make run` does (scripts/devserver.py): a fresh local Redis, N
 web processes (Daphne, one per core by default) behind HAProxy, a Celery worker and beat, on
-PostgreSQL when DATABASE_URL is set (else a fresh SQLite file). For each size M it creates M
-matches and plays them with bot clients (clients/match_client.py) in separate processes: each
-decision 2-4 s after the player's turn came, a ping every 5 s, contributions to each deal at
-once. A share of the matches (``--forfeits``) has one player fall silent at a random moment,
-so their clocks run out and the forfeits are timed. Throughout, two probes measure the floor:
+PostgreSQL when DATABASE_URL is set (in a fresh database beside the one it names; else a fresh
+SQLite file). For each size M it creates M matches and plays them with bot clients
+(clients/match_client.py) in separate processes: each decision 2-4 s after the player's turn
+came, a ping every 5 s, contributions to each deal at once. A share of the matches
+(``--forfeits``) has one player fall silent at a random moment, so their clocks run out and
+the forfeits are timed. Nothing is counted during the first ``--warmup`` seconds (every match
+contributes and presses Start at once then). Throughout, two probes measure the floor:
 (a) ``ws/echo/`` through the channel layer on the same web processes, (b) a bare ASGI echo on
 a Daphne of its own. It writes benchmarks/results/live.json (each run: ``matches``,
 ``ack_ms``, ``broadcast_ms``, ``echo_layer_ms``, ``echo_bare_ms``, ``forfeit_late_ms``,
@@ -41,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "live.json"
 PACE_S = (2.0, 4.0)
 PING_S = 5.0
+ECHO_TIMEOUT_S = 10.0
 CONNECT_BATCH = 100  # sockets opened at once while a run ramps up
 FORFEIT_CLOCK = {"bank_ms": 5_000, "delay_ms": 5_000}  # a silent player loses within 10 s
 
@@ -68,16 +71,16 @@ def wall_ms() -> float:
     return time.time() * 1000
 
 
-def bot_process(seats: list[dict], url: str, seconds: float, seed: int, out: str, ready) -> None:
-    """Play ``seats`` for ``seconds`` once all are connected (then ``ready`` is set); write what
-    was measured to ``out``."""
-    asyncio.run(_play_all([Seat(**seat) for seat in seats], url, seconds, seed, out, ready))
+def bot_process(seats: list[dict], url: str, window: tuple, seed: int, out: str, ready) -> None:
+    """Play ``seats`` once all are connected (then ``ready`` is set) for the ``window`` of
+    (warm-up, measured) seconds; write what was measured after the warm-up to ``out``."""
+    asyncio.run(_play_all([Seat(**seat) for seat in seats], url, window, seed, out, ready))
 
 
-async def _play_all(seats: list[Seat], url: str, seconds: float, seed: int, out: str, ready):
+async def _play_all(seats: list[Seat], url: str, window: tuple, seed: int, out: str, ready):
     from clients.match_client import MatchClient
 
-    stats = {"ack": [], "broadcast": [], "forfeit": [], "early": 0, "errors": Counter(), "n": 0}
+    stats = Stats()
 
     class TimedClient(MatchClient):
         """Times each event made by the other seat (or the server) from its stamp to here."""
@@ -91,10 +94,9 @@ async def _play_all(seats: list[Seat], url: str, seconds: float, seed: int, out:
                     continue
                 if event["type"] in ("timeout", "abandon"):
                     if self.watching_forfeits is not None and self.seat == self.watching_forfeits:
-                        stats["forfeit"].append(now - event["at_ms"])
-                        stats["early"] += now < event["at_ms"]
+                        stats.forfeit(now - event["at_ms"])
                 elif self.seat is not None and event.get("seat") not in (None, self.seat):
-                    stats["broadcast"].append(now - event["at_ms"])
+                    stats.sample("broadcast", now - event["at_ms"])
             await super()._on_state(message)
 
     clients = []
@@ -106,7 +108,7 @@ async def _play_all(seats: list[Seat], url: str, seconds: float, seed: int, out:
         )
         for seat, client in zip(batch, opened, strict=True):
             if isinstance(client, BaseException):
-                stats["errors"][f"connect: {type(client).__name__}"] += 1
+                stats.errors[f"connect: {type(client).__name__}"] += 1
                 continue
             if seat.silent_after_s is not None:
                 client.watching_forfeits = seat.seat
@@ -114,9 +116,46 @@ async def _play_all(seats: list[Seat], url: str, seconds: float, seed: int, out:
     ready.set()
     rng = random.Random(seed)
     loop = asyncio.get_running_loop()
-    end = loop.time() + seconds
+    warmup, seconds = window
+    stats.measure_from = loop.time() + warmup
+    end = stats.measure_from + seconds
     await asyncio.gather(*(_play_seat(s, c, rng, loop, end, stats) for s, c in clients))
-    Path(out).write_text(json.dumps({**stats, "errors": dict(stats["errors"])}))
+    Path(out).write_text(json.dumps(stats.as_dict()))
+
+
+class Stats:
+    """What the bots of one process measured, from the end of the warm-up on: the first
+    seconds, when every match contributes and presses Start at once, are no steady state."""
+
+    def __init__(self):
+        self.samples = {"ack": [], "broadcast": [], "forfeit": []}
+        self.early = self.n = 0
+        self.errors = Counter()
+        self.measure_from = float("inf")
+
+    def measuring(self) -> bool:
+        return asyncio.get_running_loop().time() >= self.measure_from
+
+    def sample(self, kind: str, ms: float) -> None:
+        if self.measuring():
+            self.samples[kind].append(ms)
+
+    def forfeit(self, late_ms: float) -> None:
+        if self.measuring():
+            self.samples["forfeit"].append(late_ms)
+            self.early += late_ms < 0
+
+    def command(self, reply: dict, ms: float) -> None:
+        if not self.measuring():
+            return
+        self.n += 1
+        if reply["type"] == "ack":
+            self.samples["ack"].append(ms)
+        else:
+            self.errors[reply["code"]] += 1
+
+    def as_dict(self) -> dict:
+        return {**self.samples, "early": self.early, "n": self.n, "errors": dict(self.errors)}
 
 
 async def _play_seat(seat: Seat, client, rng, loop, end, stats) -> None:
@@ -156,16 +195,14 @@ async def _play_seat(seat: Seat, client, rng, loop, end, stats) -> None:
                 command = command or choose(client.view, "greedy", rng)
             started = time.perf_counter()
             reply = await client.command(command, timeout=30)
-            stats["n"] += 1
+            stats.command(reply, (time.perf_counter() - started) * 1000)
             if reply["type"] == "ack":
-                stats["ack"].append((time.perf_counter() - started) * 1000)
                 applied_at = reply["seq"]
             else:
-                stats["errors"][reply["code"]] += 1
                 acted_at = None
                 await asyncio.sleep(0.2)
     except Exception as exc:  # noqa: BLE001 - counted, reported in the results
-        stats["errors"][type(exc).__name__] += 1
+        stats.errors[type(exc).__name__] += 1
     finally:
         pinger.cancel()
         if not client.over:
@@ -189,20 +226,32 @@ async def _ping(client) -> None:
 # --- the echo probes ---------------------------------------------------------------------------
 
 
-async def echo_probe(ws_url: str, seconds: float, period_s: float = 0.2) -> list[float]:
+async def echo_probe(ws_url: str, seconds: float, period_s: float = 0.2) -> dict:
+    """Round trips of small frames, one every ``period_s``: their times, and how many were
+    lost (no answer within ECHO_TIMEOUT_S; a late answer is told from the next by its ``t``)."""
     import websockets
 
-    samples = []
+    samples, lost = [], 0
     origin = ws_url.replace("ws://", "http://").split("/ws/")[0]
     async with websockets.connect(ws_url, origin=origin) as ws:
         end = asyncio.get_running_loop().time() + seconds
         while asyncio.get_running_loop().time() < end:
             started = time.perf_counter()
             await ws.send(json.dumps({"type": "echo", "t": started}))
-            await ws.recv()
-            samples.append((time.perf_counter() - started) * 1000)
+            try:
+                await asyncio.wait_for(_echo_of(ws, started), ECHO_TIMEOUT_S)
+                samples.append((time.perf_counter() - started) * 1000)
+            except TimeoutError:
+                lost += 1
             await asyncio.sleep(period_s)
-    return samples
+    return {"samples": samples, "lost": lost}
+
+
+async def _echo_of(ws, sent_t: float) -> None:
+    while True:
+        reply = json.loads(await ws.recv())
+        if reply.get("body", reply).get("t") == sent_t:  # (the layer's echo wraps the frame)
+            return
 
 
 # --- the stack ---------------------------------------------------------------------------------
@@ -282,17 +331,20 @@ def healthy(url: str) -> bool:
         return response.status == 200
 
 
-def ensure_postgres_database(url: str) -> None:
-    """Create the benchmark's PostgreSQL database if it is not there yet."""
-    from urllib.parse import urlsplit
+def fresh_postgres_database(url: str) -> str:
+    """A new, empty database beside the one ``url`` names (``<name>_bench_live``, dropped first
+    if an earlier run left it): each run starts from nothing, and the database the URL names
+    is never touched. Returns its URL."""
+    from urllib.parse import urlsplit, urlunsplit
 
     import psycopg
 
     parts = urlsplit(url)
-    name = parts.path.lstrip("/")
-    with psycopg.connect(url.replace(parts.path, "/postgres"), autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
+    name = f"{parts.path.lstrip('/') or 'postgres'}_bench_live"
+    with psycopg.connect(urlunsplit(parts._replace(path="/postgres")), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return urlunsplit(parts._replace(path=f"/{name}"))
 
 
 def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
@@ -323,7 +375,7 @@ def setup_django(env: dict[str, str]) -> None:
     django.setup()
 
 
-def create_matches(count: int, forfeit_share: float, seconds: float, run: int, rng) -> list:
+def create_matches(count: int, forfeit_share: float, window: tuple, run: int, rng) -> list:
     """``count`` matches between fresh users, each player with a session; their seats."""
     from django.conf import settings
     from django.contrib.auth import (
@@ -337,6 +389,7 @@ def create_matches(count: int, forfeit_share: float, seconds: float, run: int, r
     import engine
     from matches import services, timekeeping
 
+    warmup, seconds = window
     User = get_user_model()
     users = []
     for n in range(2 * count):
@@ -364,14 +417,16 @@ def create_matches(count: int, forfeit_share: float, seconds: float, run: int, r
         )
         silent_seat = rng.randrange(2) if forfeit else None
         for seat, player in enumerate((player0, player1)):
-            silent = rng.uniform(5, max(6, seconds - 20)) if seat == silent_seat else None
+            silent_at = rng.uniform(warmup, warmup + max(1, seconds - 15))
+            silent = silent_at if seat == silent_seat else None
             seats.append(Seat(str(match.pk), seat, sessions[player.pk], silent))
     return seats
 
 
 def one_run(stack: Stack, matches: int, args, run: int) -> dict:
     rng = random.Random(args.seed + run)
-    seats = create_matches(matches, args.forfeits, args.seconds, run, rng)
+    window = (args.warmup, args.seconds)
+    seats = create_matches(matches, args.forfeits, window, run, rng)
     shares = [seats[n :: args.bots] for n in range(args.bots)]
     outputs = [Path(stack.run_dir) / f"bots-{run}-{n}.json" for n in range(args.bots)]
     context = multiprocessing.get_context("spawn")
@@ -382,7 +437,7 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
             args=(
                 [asdict(s) for s in share],
                 stack.url,
-                args.seconds,
+                window,
                 args.seed + n,
                 str(out),
                 readies[n],
@@ -392,8 +447,9 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
     ]
     for bot in bots:
         bot.start()
-    for ready in readies:  # every socket open: the measured window starts
+    for ready in readies:  # every socket open: the warm-up starts, then the measured window
         ready.wait(timeout=300)
+    time.sleep(args.warmup)
     pids = {**stack.pids(), **{f"bots-{n}": bot.pid for n, bot in enumerate(bots)}}
     raw_profile = Path(stack.run_dir) / f"profile-{run}.txt"
     sampler = None
@@ -409,7 +465,7 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
     layer, bare = asyncio.run(_probes(f"{ws}/ws/echo/", bare_url, probe_s))
     after, elapsed = cpu_seconds(pids), time.monotonic() - started
     for bot in bots:
-        bot.join(timeout=args.seconds + 120)
+        bot.join(timeout=args.seconds + 120)  # (the warm-up is over)
     merged = {"ack": [], "broadcast": [], "forfeit": [], "early": 0, "errors": Counter(), "n": 0}
     for out in outputs:
         part = json.loads(out.read_text()) if out.exists() else {"errors": {"bot died": 1}}
@@ -427,12 +483,13 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
         "profile": profile,
         "matches": matches,
         "seconds": args.seconds,
+        "warmup_s": args.warmup,
         "commands": merged["n"],
         "commands_per_s": round(merged["n"] / args.seconds, 1),
         "ack_ms": percentiles(merged["ack"]),
         "broadcast_ms": percentiles(merged["broadcast"]),
-        "echo_layer_ms": percentiles(layer),
-        "echo_bare_ms": percentiles(bare),
+        "echo_layer_ms": {**percentiles(layer["samples"]), "lost": layer["lost"]},
+        "echo_bare_ms": {**percentiles(bare["samples"]), "lost": bare["lost"]},
         "forfeit_late_ms": {
             **forfeits,
             "max": round(max(merged["forfeit"]), 2) if merged["forfeit"] else None,
@@ -452,10 +509,11 @@ async def _probes(layer_url: str, bare_url: str, seconds: float):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--matches", default="10,100", help="comma-separated sizes")
-    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--seconds", type=float, default=60.0, help="measured, after the warm-up")
+    parser.add_argument("--warmup", type=float, default=15.0, help="seconds played unmeasured")
     parser.add_argument("--web", type=int, default=os.cpu_count() or 1, help="web processes")
     parser.add_argument("--bots", type=int, default=2, help="bot processes")
-    parser.add_argument("--layer", choices=("core", "pubsub"), default="core")
+    parser.add_argument("--layer", choices=("core", "pubsub"), default="pubsub")
     parser.add_argument("--forfeits", type=float, default=0.25, help="share of matches")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--out", default=str(RESULTS))
@@ -464,7 +522,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     sizes = [int(size) for size in args.matches.split(",")]
     if "postgres" in (os.environ.get("DATABASE_URL") or ""):
-        ensure_postgres_database(os.environ["DATABASE_URL"])
+        os.environ["DATABASE_URL"] = fresh_postgres_database(os.environ["DATABASE_URL"])
     with tempfile.TemporaryDirectory(prefix="bench-live-") as run_dir:
         stack = Stack(Path(run_dir), web=args.web, layer=args.layer)
         try:

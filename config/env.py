@@ -16,6 +16,9 @@ REDIS_SOCKET_TIMEOUT_S = 1.0
 # The channel layer's receive blocks in BZPOPMIN for up to 5 s (channels-redis brpop_timeout):
 # a read timeout below that kills every consumer left idle for a second.
 CHANNEL_LAYER_SOCKET_TIMEOUT_S = 10.0
+# redis-py's default of 100 raises (and the broadcast is lost) when a burst of moves sends at
+# once: the core layer holds a connection for three round trips per group send.
+CHANNEL_LAYER_MAX_CONNECTIONS = 1000
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -84,9 +87,10 @@ CHANNEL_LAYER_BACKENDS = {
 }
 
 
-def redis_channel_layers(redis_url: str, kind: str = "core") -> dict:
+def redis_channel_layers(redis_url: str, kind: str = "pubsub") -> dict:
     """CHANNEL_LAYERS for channels-redis on one Redis, with short socket timeouts. ``kind``:
-    ``core`` (lists and sorted sets, the default) or ``pubsub`` (Redis PUBLISH)."""
+    ``pubsub`` (Redis PUBLISH, the default: one command a message, and faster in every
+    measurement of docs/benchmarks.md) or ``core`` (lists and sorted sets)."""
     if kind not in CHANNEL_LAYER_BACKENDS:
         raise ImproperlyConfigured(f"CHANNEL_LAYER is one of {sorted(CHANNEL_LAYER_BACKENDS)}")
     return {
@@ -98,6 +102,7 @@ def redis_channel_layers(redis_url: str, kind: str = "core") -> dict:
                         "address": redis_url,
                         "socket_timeout": CHANNEL_LAYER_SOCKET_TIMEOUT_S,
                         "socket_connect_timeout": REDIS_SOCKET_TIMEOUT_S,
+                        "max_connections": CHANNEL_LAYER_MAX_CONNECTIONS,
                     }
                 ],
                 "prefix": "sbo:asgi",

@@ -89,6 +89,9 @@ DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
 DATABASES = {
     "default": database_config(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE_S", 600))
 }
+# Threads per web process for the sockets' database calls (realtime/database.py): SQLite takes
+# one writer at a time, PostgreSQL one per match row.
+DB_THREADS = env_int("DB_THREADS", 1 if DATABASES["default"]["ENGINE"].endswith("sqlite3") else 4)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_USER_MODEL = "accounts.User"
@@ -107,7 +110,7 @@ AUTH_PASSWORD_VALIDATORS = [
 # --- Redis: channel layer, cache, Celery ----------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 
-CHANNEL_LAYERS = redis_channel_layers(REDIS_URL, env_str("CHANNEL_LAYER", "core"))
+CHANNEL_LAYERS = redis_channel_layers(REDIS_URL, env_str("CHANNEL_LAYER", "pubsub"))
 
 CACHES = {
     "default": {

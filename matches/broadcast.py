@@ -7,6 +7,9 @@ once, so a client that sees a gap asks for a resync.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
+import logging
 from functools import lru_cache
 
 from asgiref.sync import async_to_sync
@@ -18,6 +21,8 @@ from realtime.redis_clients import async_redis
 
 from .models import Match
 from .timekeeping import authority_ms
+
+log = logging.getLogger(__name__)
 
 SEQ_KEY = "sbo:seq:{}"
 SEQ_TTL_S = 24 * 3600  # past a day of silence a ping asks the database once
@@ -115,7 +120,38 @@ def publish(match: Match, state: engine.MatchState, events: list[dict]) -> None:
         )
         for audience in audiences(match)
     ]
-    async_to_sync(_send_all)(messages)  # one hop to the event loop for every audience
+    publish_messages(messages)
+
+
+def publish_messages(messages: list[tuple[str, dict]]) -> None:
+    """Send (group, message) pairs from sync code: held for the loop inside ``held``."""
+    held = _held.get()
+    if held is not None:
+        held.extend(messages)
+    else:
+        async_to_sync(_send_all)(messages)  # one hop to the event loop for every audience
+
+
+# Broadcasts made by a service call that an event loop awaits (see ``held``).
+_held: contextvars.ContextVar[list | None] = contextvars.ContextVar("held_broadcasts", default=None)
+
+
+@contextlib.asynccontextmanager
+async def held():
+    """Hold the broadcasts of the service calls awaited in this block and send them from the
+    event loop when it ends, committed or not: the database thread does not wait on the loop
+    (a busy loop would make every later command wait behind it)."""
+    messages: list = []
+    token = _held.set(messages)
+    try:
+        yield
+    finally:
+        _held.reset(token)
+        if messages:
+            try:
+                await _send_all(messages)
+            except Exception:  # committed all the same: the clients' resync repairs a loss
+                log.exception("could not broadcast %d messages", len(messages))
 
 
 async def _send_all(messages) -> None:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from channels.db import database_sync_to_async
 from redis.exceptions import RedisError
 
 from engine import Rejection
+from realtime.database import in_database_threads
 from realtime.redis_clients import PoolBusy
 
-from . import services, timekeeping
+from . import broadcast, services, timekeeping
 from .models import TimingFault
 
 Answer = Callable[[dict], Awaitable[None]]
@@ -43,10 +43,11 @@ async def receive(*, match_id: str, user, seats: list[int], content: dict, answe
         for kind, detail in timekeeping.suspicions(arrival):
             await report_fault(match_id, seats, kind, detail)
         command = {key: value for key, value in content.items() if key != "cseq"}
-        outcome = await database_sync_to_async(services.match_submit)(
-            match_id=match_id, user=user, command=command, arrival_ms=arrival.at_ms, cseq=cseq,
-            arrival_token=arrival.token,
-        )  # fmt: skip
+        async with broadcast.held():  # sent before the ack, but not by the database thread
+            outcome = await in_database_threads(services.match_submit)(
+                match_id=match_id, user=user, command=command, arrival_ms=arrival.at_ms,
+                cseq=cseq, arrival_token=arrival.token,
+            )  # fmt: skip
     except services.CommandRejected as rejection:
         await answer(_error(rejection, cseq))
         return
@@ -65,7 +66,7 @@ async def receive(*, match_id: str, user, seats: list[int], content: dict, answe
 
 
 async def report_fault(match_id: str, seats: list[int], kind: str, detail: dict) -> None:
-    await database_sync_to_async(services.fault_report)(
+    await in_database_threads(services.fault_report)(
         match_id=match_id, kind=kind, detail=detail, seats=seats
     )
 

@@ -6,10 +6,10 @@ messages are documented in docs/protocol.md."""
 
 from __future__ import annotations
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 from redis.exceptions import RedisError
 
+from realtime.database import in_database_threads
 from realtime.ratelimit import TokenBucket
 from realtime.sockets import GuardedJsonConsumer
 
@@ -25,9 +25,7 @@ class MatchConsumer(GuardedJsonConsumer):
         self.match_id = str(self.scope["url_route"]["kwargs"]["match_id"])
         self.seats: list[int] = []
         self.sent_seq = -1  # the last event number this client was sent
-        seats = await database_sync_to_async(selectors.seats_of)(
-            self.match_id, self.scope.get("user")
-        )
+        seats = await in_database_threads(selectors.seats_of)(self.match_id, self.scope.get("user"))
         if seats is None:
             return CLOSE_NO_SUCH_MATCH
         self.seats = seats
@@ -72,7 +70,7 @@ class MatchConsumer(GuardedJsonConsumer):
         if kind == "ping":
             server_ms, seq = await broadcast.clock_and_seq(self.match_id)
             if seq is None:  # Redis lost it (or is down): the database knows
-                seq = await database_sync_to_async(selectors.last_seq)(self.match_id)
+                seq = await in_database_threads(selectors.last_seq)(self.match_id)
             await self.send_json({"type": "pong", "t": content.get("t"), "server_ms": server_ms,
                                   "seq": seq})  # fmt: skip
         elif kind in ("hello", "sync"):
@@ -113,7 +111,7 @@ class MatchConsumer(GuardedJsonConsumer):
         )
 
     async def _send_state(self, last_seq: int | None) -> None:
-        message = await database_sync_to_async(selectors.state_message)(
+        message = await in_database_threads(selectors.state_message)(
             self.match_id, self.audience, last_seq
         )
         await self.send_json(message)

@@ -17,9 +17,10 @@ import weakref
 from channels.db import database_sync_to_async
 
 from realtime import presence
+from realtime.database import in_database_threads
 from realtime.redis_clients import async_redis
 
-from . import deadlines, services, webbeats
+from . import broadcast, deadlines, services, webbeats
 from .models import Match
 
 log = logging.getLogger(__name__)
@@ -105,8 +106,13 @@ def _deadline_poller():
     """One poll: rebuild the deadline set if Redis lost it (checked every REBUILD_CHECK_S),
     then fire what is due."""
     rebuild_if_lost = database_sync_to_async(deadlines.rebuild_if_lost)
-    fire = database_sync_to_async(fire_due)
     checked_at = [float("-inf")]
+
+    async def fire(match_id: str, now_ms: int) -> None:
+        # One call per match, side by side on the database threads; each sends its own
+        # broadcasts as soon as it is done, not after the whole batch.
+        async with broadcast.held():
+            await in_database_threads(fire_due)([match_id], now_ms)
 
     async def poll() -> None:
         clock = asyncio.get_running_loop().time()
@@ -115,6 +121,6 @@ def _deadline_poller():
             await rebuild_if_lost()
         now_ms, due = await async_redis().eval(_DUE, 1, deadlines.DEADLINES_KEY, BATCH)
         if due:
-            await fire(due, int(now_ms))
+            await asyncio.gather(*(fire(match_id, int(now_ms)) for match_id in due))
 
     return poll

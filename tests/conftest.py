@@ -5,6 +5,7 @@
 - `daphne_server` (session): a real Daphne on a free port (`.url`, `.ws_url`), test database,
   configured Redis. Use `transactional_db` in tests whose rows the server must see.
 - `celery_worker_process` (session): a real `celery worker --pool=solo` on the configured broker.
+- `one_database_thread_in_this_process` (autouse): see realtime/database.py.
 - `private_web_beats` (autouse): the web tier's beats (matches/webbeats.py) that this test
   process reads are its own, so beats of servers from other tests neither vouch for nor count
   against the service in a test that injects its own time.
@@ -16,7 +17,10 @@ import uuid
 
 import pytest
 from django.core.management import call_command
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 
+from realtime.redis_clients import reset_clients
 from scripts.proc import Supervisor
 from tests.support import free_port as _free_port
 from tests.support.fairness_verifier import verifier_source
@@ -26,6 +30,22 @@ from tests.support.servers import server_environment, start_celery_worker, start
 @pytest.fixture
 def free_port() -> int:
     return _free_port()
+
+
+@receiver(setting_changed)
+def forget_redis_clients(setting, **kwargs):
+    """A test that points REDIS_URL at a Redis of its own (and kills it) leaves no client behind
+    on it: the clients are built again from the URL in force, restored or not."""
+    if setting == "REDIS_URL":
+        reset_clients()
+
+
+@pytest.fixture(autouse=True)
+def one_database_thread_in_this_process(settings):
+    """Sockets served inside the test process make their database calls on one thread, as
+    Channels does: a pool thread's persistent connection would hold up pytest-django's reset
+    of the database between tests. Servers in subprocesses (Daphne) keep their pool."""
+    settings.DB_THREADS = 1
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 from channels.layers import get_channel_layer
-from channels_redis.core import RedisChannelLayer
+from channels_redis.pubsub import RedisPubSubChannelLayer
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
@@ -52,8 +52,9 @@ def test_booleans_and_lists_are_parsed_from_the_environment(monkeypatch):
         env_bool("FLAG")
 
 
-def test_the_channel_layer_is_channels_redis_on_the_configured_redis():
-    assert isinstance(get_channel_layer(), RedisChannelLayer)
+def test_the_channel_layer_is_channels_redis_pubsub_on_the_configured_redis():
+    # PUBLISH by default: one Redis command a broadcast (docs/benchmarks.md compares the two).
+    assert isinstance(get_channel_layer(), RedisPubSubChannelLayer)
     assert settings.CHANNEL_LAYERS["default"]["CONFIG"]["hosts"][0]["address"] == (
         settings.REDIS_URL
     )

@@ -13,6 +13,7 @@ from unittest.mock import patch
 import pytest
 import websockets
 from django.contrib.auth import get_user_model
+from django.test import Client
 
 import engine
 from clients.match_client import MatchClient, origin_of, play_match, ws_url_of
@@ -23,6 +24,7 @@ from matches.selectors import match_record, match_state
 from tests.matches.conftest import session_cookie
 from tests.support import wait_until
 from tests.support.dealing import contribution, deal_by_service
+from tests.support.fairness_verifier import verify
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -179,7 +181,7 @@ def explain(match: Match, clients) -> str:
 # --- whole matches ----
 
 
-def test_a_whole_match_to_a_zero_balance(duel):
+def test_a_whole_match_to_a_zero_balance(duel, verifier, tmp_path):
     table = duel(ROOMY)
 
     async def scenario():
@@ -208,6 +210,14 @@ def test_a_whole_match_to_a_zero_balance(duel):
         assert_saw_every_event(client, record)
         assert_nothing_secret_reached(client, record)
     assert clients[0].seat == 0 and clients[1].seat == 1 and clients[2].seat is None
+    # Anyone can re-deal it: docs/fairness.md's own verifier, on the record the API serves.
+    public = Client().get(f"/api/matches/{match.pk}/").json()
+    assert verify(verifier, public, tmp_path) == (
+        0,
+        [f"round {r['number']}: deal verified" for r in public["rounds"]],
+    )
+    sources = {c["source"] for r in public["rounds"] for c in r["contributions"]}
+    assert "player" in sources  # the clients' own contributions, sent over their sockets
 
 
 def test_a_match_lost_on_time_with_both_clients_disconnected(duel):

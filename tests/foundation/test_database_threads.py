@@ -1,0 +1,90 @@
+"""The sockets' database calls run side by side where the database allows it
+(realtime/database.py), and a service call awaited by a socket leaves its broadcasts to the
+event loop (matches/broadcast.py ``held``) instead of making its database thread wait on it."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+
+from matches import broadcast
+from realtime.database import in_database_threads
+
+MEETING_TIMEOUT_S = 5
+
+
+async def test_two_calls_run_at_once_on_two_database_threads(settings):
+    settings.DB_THREADS = 2
+    # Each call waits for the other inside its thread: on one thread they could never meet.
+    meeting = threading.Barrier(2, timeout=MEETING_TIMEOUT_S)
+
+    def meet() -> str:
+        meeting.wait()
+        return threading.current_thread().name
+
+    names = await asyncio.gather(in_database_threads(meet)(), in_database_threads(meet)())
+    assert len(set(names)) == 2
+    assert all(name.startswith("database") for name in names)
+
+
+async def test_with_one_database_thread_calls_take_turns(settings):
+    settings.DB_THREADS = 1
+    inside, overlapped = [0], [False]
+    lock = threading.Lock()
+
+    def visit() -> None:
+        with lock:
+            inside[0] += 1
+            overlapped[0] |= inside[0] > 1
+        threading.Event().wait(0.05)  # long enough for a second thread to come in
+        with lock:
+            inside[0] -= 1
+
+    await asyncio.gather(*(in_database_threads(visit)() for _ in range(4)))
+    assert overlapped == [False]
+
+
+@pytest.fixture
+async def subscribed():
+    """A channel in a group of its own on the real channel layer: (layer, group, channel)."""
+    layer = get_channel_layer()
+    group = f"test.held.{uuid.uuid4().hex}"
+    channel = await layer.new_channel()
+    await layer.group_add(group, channel)
+    yield layer, group, channel
+    await layer.group_discard(group, channel)
+
+
+async def test_held_broadcasts_are_sent_when_the_block_ends_not_by_the_thread(subscribed):
+    layer, group, channel = subscribed
+    message = {"type": "match.message", "payload": {"seq": 7}}
+
+    def service_call() -> None:  # what a service's after-commit does in its thread
+        broadcast.publish_messages([(group, message)])
+
+    receiving = asyncio.ensure_future(layer.receive(channel))  # never cancelled: the
+    # pub/sub layer unsubscribes a channel whose receive is cancelled
+    async with broadcast.held():
+        await sync_to_async(service_call, thread_sensitive=False)()
+        # Returned without sending: nothing reaches the channel while the block lasts.
+        assert await _received_within(receiving, 0.3) is None
+    assert await _received_within(receiving, MEETING_TIMEOUT_S) == message
+
+
+async def test_outside_a_held_block_a_broadcast_is_sent_by_the_call_itself(subscribed):
+    layer, group, channel = subscribed
+    message = {"type": "match.message", "payload": {"seq": 8}}
+    receiving = asyncio.ensure_future(layer.receive(channel))
+    await sync_to_async(broadcast.publish_messages, thread_sensitive=False)([(group, message)])
+    assert await _received_within(receiving, MEETING_TIMEOUT_S) == message
+
+
+async def _received_within(receiving: asyncio.Future, timeout_s: float):
+    """The message ``receiving`` got within ``timeout_s``, or None (it goes on waiting)."""
+    done, _ = await asyncio.wait({receiving}, timeout=timeout_s)
+    return receiving.result() if done else None
