@@ -15,6 +15,10 @@ from channels.layers import get_channel_layer
 from matches import broadcast
 from realtime.database import in_database_threads
 
+# The threads close their stale connections before and after each call (as Channels does),
+# which touches the database once one of them holds a connection from an earlier test.
+pytestmark = pytest.mark.django_db
+
 MEETING_TIMEOUT_S = 5
 
 

@@ -94,9 +94,13 @@ async def test_a_broadcast_in_order_is_forwarded_as_it_is():
     await seat1.disconnect()
 
 
-async def test_a_socket_joins_its_group_again_after_redis_lost_it(monkeypatch):
+async def test_a_socket_joins_its_group_again_after_redis_lost_it(monkeypatch, settings):
+    from config.env import redis_channel_layers
     from realtime.sockets import ConnectionCaps
 
+    # The core layer keeps a group as a Redis key that a restart can lose (the pub/sub layer
+    # subscribes again on its own when it reconnects).
+    settings.CHANNEL_LAYERS = redis_channel_layers(settings.REDIS_URL, "core")
     monkeypatch.setattr(ConnectionCaps, "REFRESH_S", 0.05)
     match = await new_match()
     seat0 = await connect(match, await database_sync_to_async(lambda: match.player0)())
