@@ -43,32 +43,35 @@ async def receive(*, match_id: str, user, seats: list[int], content: dict, answe
         for kind, detail in timekeeping.suspicions(arrival):
             await report_fault(match_id, seats, kind, detail)
         command = {key: value for key, value in content.items() if key != "cseq"}
-        async with broadcast.held():  # sent before the ack, but not by the database thread
+        # The move's broadcasts are held for the loop (not sent by the database thread) and go
+        # out right after the ack: the mover's answer does not wait on every audience's.
+        async with broadcast.held():
             outcome = await in_database_threads(services.match_submit)(
                 match_id=match_id, user=user, command=command, arrival_ms=arrival.at_ms,
                 cseq=cseq, arrival_token=arrival.token,
             )  # fmt: skip
+            await answer(_ack(outcome, cseq))
     except services.CommandRejected as rejection:
         await answer(_error(rejection, cseq))
-        return
     finally:
         if outcome is None or not outcome.released:  # else released with the move's writes
             await timekeeping.release_arrival(arrival)
-    await answer(
-        {
-            "type": "ack",
-            "cseq": cseq,
-            "seq": outcome.seq,
-            "duplicate": outcome.duplicate,
-            "late": outcome.late,
-        }
-    )
 
 
 async def report_fault(match_id: str, seats: list[int], kind: str, detail: dict) -> None:
     await in_database_threads(services.fault_report)(
         match_id=match_id, kind=kind, detail=detail, seats=seats
     )
+
+
+def _ack(outcome: services.Outcome, cseq) -> dict:
+    return {
+        "type": "ack",
+        "cseq": cseq,
+        "seq": outcome.seq,
+        "duplicate": outcome.duplicate,
+        "late": outcome.late,
+    }
 
 
 def _error(rejection: Rejection, cseq) -> dict:

@@ -16,6 +16,7 @@ import logging
 import re
 from urllib.parse import urlsplit
 
+from channels.consumer import get_handler_name
 from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.security.websocket import WebsocketDenier
@@ -287,9 +288,17 @@ class GuardedJsonConsumer(AsyncWebsocketConsumer):
             await self._finish()
 
     async def dispatch(self, message):
-        """Any handler's failure (a group message's too) is logged, never a 1011 close."""
+        """Any handler's failure (a group message's too) is logged, never a 1011 close.
+
+        Unlike Channels' own dispatch, it does not first close stale database connections on
+        the process's one sync thread: that is a thread hop per frame and per group message, all
+        queued behind whatever that thread is doing, and the sockets' database calls close their
+        own threads' stale connections (realtime/database.py)."""
         try:
-            await super().dispatch(message)
+            handler = getattr(self, get_handler_name(message), None)
+            if handler is None:
+                raise ValueError(f"no handler for a message of type {message['type']}")
+            await handler(message)
         except StopConsumer:
             raise
         except Exception:

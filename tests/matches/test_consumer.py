@@ -1,7 +1,11 @@
 """The match WebSocket (/ws/match/<id>/) in process: who may send what, and the order in which a
 client gets a match's events. Real database, Redis and channel layer."""
 
+import asyncio
+import threading
+
 import pytest
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from channels.routing import URLRouter
@@ -114,3 +118,21 @@ async def test_a_socket_joins_its_group_again_after_redis_lost_it(monkeypatch, s
             break
     assert await seat0.receive_json_from(timeout=TIMEOUT_S) == message["payload"]
     await seat0.disconnect()
+
+
+async def test_a_socket_is_served_while_the_one_sync_thread_is_busy():
+    """Channels closes stale database connections on its one sync thread before every message
+    it dispatches; the sockets' database calls close their own, so a slow call there (an
+    admin action, a long query) must not hold up every socket of the process."""
+    match = await new_match()
+    watcher = await connect(match, AnonymousUser())
+    release = threading.Event()
+    busy = asyncio.ensure_future(sync_to_async(release.wait, thread_sensitive=True)())
+    try:
+        await watcher.send_json_to({"type": "ping", "t": 9})
+        pong = await watcher.receive_json_from(timeout=TIMEOUT_S)
+        assert (pong["type"], pong["t"], pong["seq"]) == ("pong", 9, match.seq)
+    finally:
+        release.set()
+        await busy
+    await watcher.disconnect()

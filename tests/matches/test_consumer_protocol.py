@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
@@ -380,6 +381,33 @@ async def test_the_other_players_start_is_refused_with_not_your_start():
     assert (after.seq, after.status, after.cseq0, after.cseq1) == (match.seq, match.status, 0, 0)
     # The refusal used up nothing: the same cseq works for the starter's own Start later.
     await press_start(sockets, 1 - other, cseq=1)
+    await close_all(*sockets.values())
+
+
+async def test_the_mover_is_acked_before_the_moves_broadcasts_go_out(monkeypatch):
+    """The ack is the answer to a command: it waits for the command's commit, not for the
+    broadcasts to every audience (they follow at once, from the same event loop)."""
+    match = await new_dealt_match()
+    sockets, firsts = await seated(match)
+    starter = firsts[0]["starter"]
+    sent = []  # what happened, in order: "ack" sent to the starter, or a "broadcast" published
+    layer = get_channel_layer()  # the one the sockets and the service use
+    group_send, to_starter = layer.group_send, sockets[starter].output_queue.put_nowait
+
+    async def noting_group_send(group, message):
+        sent.append("broadcast")
+        await group_send(group, message)
+
+    def noting_put(message):
+        if '"type": "ack"' in message.get("text", ""):
+            sent.append("ack")
+        to_starter(message)
+
+    monkeypatch.setattr(layer, "group_send", noting_group_send)
+    monkeypatch.setattr(sockets[starter].output_queue, "put_nowait", noting_put)
+    broadcasts = await press_start(sockets, starter)
+    assert sent == ["ack", "broadcast", "broadcast", "broadcast"]  # seats and spectators
+    assert broadcasts[0]["seq"] == broadcasts[1]["seq"] > match.seq
     await close_all(*sockets.values())
 
 
