@@ -227,24 +227,32 @@ async def _ping(client) -> None:
 
 
 async def echo_probe(ws_url: str, seconds: float, period_s: float = 0.2) -> dict:
-    """Round trips of small frames, one every ``period_s``: their times, and how many were
-    lost (no answer within ECHO_TIMEOUT_S; a late answer is told from the next by its ``t``)."""
+    """Round trips of small frames, one every ``period_s``: their times, how many were lost (no
+    answer within ECHO_TIMEOUT_S; a late answer is told from the next by its ``t``) and how
+    many times the socket could not be opened or was dropped (an overloaded site's load
+    balancer answers 503 once its health checks time out); it connects again until the end."""
     import websockets
 
-    samples, lost = [], 0
+    samples, lost, refused = [], 0, 0
     origin = ws_url.replace("ws://", "http://").split("/ws/")[0]
-    async with websockets.connect(ws_url, origin=origin) as ws:
-        end = asyncio.get_running_loop().time() + seconds
-        while asyncio.get_running_loop().time() < end:
-            started = time.perf_counter()
-            await ws.send(json.dumps({"type": "echo", "t": started}))
-            try:
-                await asyncio.wait_for(_echo_of(ws, started), ECHO_TIMEOUT_S)
-                samples.append((time.perf_counter() - started) * 1000)
-            except TimeoutError:
-                lost += 1
+    loop = asyncio.get_running_loop()
+    end = loop.time() + seconds
+    while loop.time() < end:
+        try:
+            async with websockets.connect(ws_url, origin=origin) as ws:
+                while loop.time() < end:
+                    started = time.perf_counter()
+                    await ws.send(json.dumps({"type": "echo", "t": started}))
+                    try:
+                        await asyncio.wait_for(_echo_of(ws, started), ECHO_TIMEOUT_S)
+                        samples.append((time.perf_counter() - started) * 1000)
+                    except TimeoutError:
+                        lost += 1
+                    await asyncio.sleep(period_s)
+        except (OSError, TimeoutError, websockets.InvalidHandshake, websockets.ConnectionClosed):
+            refused += 1
             await asyncio.sleep(period_s)
-    return {"samples": samples, "lost": lost}
+    return {"samples": samples, "lost": lost, "refused": refused}
 
 
 async def _echo_of(ws, sent_t: float) -> None:
@@ -488,8 +496,8 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
         "commands_per_s": round(merged["n"] / args.seconds, 1),
         "ack_ms": percentiles(merged["ack"]),
         "broadcast_ms": percentiles(merged["broadcast"]),
-        "echo_layer_ms": {**percentiles(layer["samples"]), "lost": layer["lost"]},
-        "echo_bare_ms": {**percentiles(bare["samples"]), "lost": bare["lost"]},
+        "echo_layer_ms": _echo_figures(layer),
+        "echo_bare_ms": _echo_figures(bare),
         "forfeit_late_ms": {
             **forfeits,
             "max": round(max(merged["forfeit"]), 2) if merged["forfeit"] else None,
@@ -500,6 +508,10 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
         },
         "errors": dict(merged["errors"]),
     }
+
+
+def _echo_figures(probe: dict) -> dict:
+    return {**percentiles(probe["samples"]), "lost": probe["lost"], "refused": probe["refused"]}
 
 
 async def _probes(layer_url: str, bare_url: str, seconds: float):
