@@ -233,26 +233,32 @@ async def echo_probe(ws_url: str, seconds: float, period_s: float = 0.2) -> dict
     balancer answers 503 once its health checks time out); it connects again until the end."""
     import websockets
 
-    samples, lost, refused = [], 0, 0
+    figures = {"samples": [], "lost": 0, "refused": 0}
     origin = ws_url.replace("ws://", "http://").split("/ws/")[0]
     loop = asyncio.get_running_loop()
     end = loop.time() + seconds
     while loop.time() < end:
         try:
             async with websockets.connect(ws_url, origin=origin) as ws:
-                while loop.time() < end:
-                    started = time.perf_counter()
-                    await ws.send(json.dumps({"type": "echo", "t": started}))
-                    try:
-                        await asyncio.wait_for(_echo_of(ws, started), ECHO_TIMEOUT_S)
-                        samples.append((time.perf_counter() - started) * 1000)
-                    except TimeoutError:
-                        lost += 1
-                    await asyncio.sleep(period_s)
+                await _echo_until(ws, end, period_s, figures)
         except (OSError, TimeoutError, websockets.InvalidHandshake, websockets.ConnectionClosed):
-            refused += 1
+            figures["refused"] += 1
             await asyncio.sleep(period_s)
-    return {"samples": samples, "lost": lost, "refused": refused}
+    return figures
+
+
+async def _echo_until(ws, end: float, period_s: float, figures: dict) -> None:
+    """Echo on ``ws`` until the loop's time ``end``, counting into ``figures`` as it goes (a
+    socket dropped halfway keeps what it measured)."""
+    while asyncio.get_running_loop().time() < end:
+        started = time.perf_counter()
+        await ws.send(json.dumps({"type": "echo", "t": started}))
+        try:
+            await asyncio.wait_for(_echo_of(ws, started), ECHO_TIMEOUT_S)
+            figures["samples"].append((time.perf_counter() - started) * 1000)
+        except TimeoutError:
+            figures["lost"] += 1
+        await asyncio.sleep(period_s)
 
 
 async def _echo_of(ws, sent_t: float) -> None:

@@ -1,0 +1,34 @@
+"""bench-live's echo probe against a site that will not take it: an overloaded site's load
+balancer answers the handshake 503, a stopped one refuses the connection. The probe counts each
+attempt and keeps trying until its time is up, instead of ending the whole benchmark run."""
+
+from __future__ import annotations
+
+import asyncio
+
+from benchmarks.live_bench import echo_probe
+from scripts.proc import free_port
+
+PROBE_S = 1.0
+PERIOD_S = 0.1
+
+
+async def _answer_503(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await reader.readuntil(b"\r\n\r\n")
+    writer.write(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
+    await writer.drain()
+    writer.close()
+
+
+async def test_a_503_to_the_handshake_is_counted_as_refused_and_tried_again():
+    server = await asyncio.start_server(_answer_503, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        figures = await echo_probe(f"ws://127.0.0.1:{port}/ws/echo/", PROBE_S, PERIOD_S)
+    assert figures["samples"] == [] and figures["lost"] == 0
+    assert figures["refused"] >= 2  # tried again after the first refusal
+
+
+async def test_a_port_nobody_listens_on_is_counted_as_refused():
+    figures = await echo_probe(f"ws://127.0.0.1:{free_port()}/ws/echo/", PROBE_S, PERIOD_S)
+    assert figures["samples"] == [] and figures["refused"] >= 2
