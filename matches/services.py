@@ -12,12 +12,12 @@ import logging
 import pickle
 from dataclasses import dataclass
 from datetime import timedelta
-from functools import partial
+from functools import cache, partial
 
 from celery import current_app
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, connections, transaction
 from django.utils import timezone as dj_timezone
 
 import engine
@@ -178,17 +178,32 @@ def _flagged(match: Match, state, flagged: engine.Flagged, arrival_ms: int) -> O
 
 
 def _locked(match_id) -> Match:
-    # Without the header: a move reads and writes only what does not grow with the match
-    # (the header is loaded, by its own query, only when a round is dealt or ends).
+    """The match, its row locked, without the header: a move reads and writes only what does
+    not grow with the match (the header is loaded, by its own query, only when a round is
+    dealt or ends). A raw query: compiling the ORM's query took an eighth of a web process's
+    CPU under load, more than PostgreSQL took to answer it."""
     try:
-        return Match.objects.select_for_update().defer("header").get(pk=match_id)
-    except (
-        Match.DoesNotExist,
-        ValidationError,
-        ValueError,
-        TypeError,
-    ):  # a malformed id is no match
-        raise CommandRejected("no_such_match", "there is no such match") from None
+        pk = Match._meta.pk.get_db_prep_value(Match._meta.pk.to_python(match_id), connection)
+        found = list(Match.objects.raw(_lock_sql(connection.alias), [pk]))
+    except (ValidationError, ValueError, TypeError):  # a malformed id is no match
+        found = []
+    if not found:
+        raise CommandRejected("no_such_match", "there is no such match")
+    return found[0]
+
+
+@cache
+def _lock_sql(alias: str) -> str:
+    """``select_for_update().defer("header").get(pk=...)`` written once per database."""
+    ops = connections[alias].ops
+    columns = ", ".join(
+        ops.quote_name(field.column)
+        for field in Match._meta.concrete_fields
+        if field.name != "header"
+    )
+    table, pk = ops.quote_name(Match._meta.db_table), ops.quote_name(Match._meta.pk.column)
+    lock = " FOR UPDATE" if connections[alias].features.has_select_for_update else ""
+    return f"SELECT {columns} FROM {table} WHERE {pk} = %s{lock}"
 
 
 def _seat_of(match: Match, user, state: engine.MatchState, command: dict) -> int:
