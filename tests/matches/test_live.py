@@ -150,11 +150,21 @@ def assert_nothing_secret_reached(client: MatchClient, record: dict) -> None:
 
 
 def assert_saw_every_event(client: MatchClient, record: dict) -> None:
-    events = [
-        visible_event(e, client.seat, dealing=broadcast_while_dealing(e, r["events"]))
-        for r in record["rounds"]
-        for e in r["events"]
-    ]
+    """Every event, in order, as this seat may see it. A player's contribution broadcast
+    before its round was dealt hides its value; a client that caught up (a resync after a gap
+    or a quiet spell, or a reconnect) may have fetched it after the deal, value shown."""
+    caught_up = client.gaps or client.reconnects
+    seen = iter(client.events)
+    events = []
+    for r in record["rounds"]:
+        for e in r["events"]:
+            as_broadcast = visible_event(
+                e, client.seat, dealing=broadcast_while_dealing(e, r["events"])
+            )
+            as_fetched = visible_event(e, client.seat, dealing=False)
+            events.append(
+                as_fetched if caught_up and next(seen, None) == as_fetched else as_broadcast
+            )
     assert client.events == events
 
 
