@@ -12,12 +12,11 @@ import logging
 import pickle
 from dataclasses import dataclass
 from datetime import timedelta
-from functools import cache, partial
+from functools import partial
 
 from celery import current_app
 from django.conf import settings
-from django.core.exceptions import ValidationError
-from django.db import connection, connections, transaction
+from django.db import transaction
 from django.utils import timezone as dj_timezone
 
 import engine
@@ -25,8 +24,8 @@ from accounts.services import rating_record_result
 from engine import Rejection
 from realtime.redis_clients import sync_redis
 
-from . import broadcast, deadlines, presence, timekeeping, webbeats
-from .models import Match, MatchEvent, TimingFault
+from . import broadcast, deadlines, presence, rows, timekeeping, webbeats
+from .models import Match, TimingFault
 from .selectors import match_state
 
 log = logging.getLogger(__name__)
@@ -180,30 +179,11 @@ def _flagged(match: Match, state, flagged: engine.Flagged, arrival_ms: int) -> O
 def _locked(match_id) -> Match:
     """The match, its row locked, without the header: a move reads and writes only what does
     not grow with the match (the header is loaded, by its own query, only when a round is
-    dealt or ends). A raw query: compiling the ORM's query took an eighth of a web process's
-    CPU under load, more than PostgreSQL took to answer it."""
-    try:
-        pk = Match._meta.pk.get_db_prep_value(Match._meta.pk.to_python(match_id), connection)
-        found = list(Match.objects.raw(_lock_sql(connection.alias), [pk]))
-    except (ValidationError, ValueError, TypeError):  # a malformed id is no match
-        found = []
-    if not found:
+    dealt or ends)."""
+    match = rows.locked(match_id)
+    if match is None:
         raise CommandRejected("no_such_match", "there is no such match")
-    return found[0]
-
-
-@cache
-def _lock_sql(alias: str) -> str:
-    """``select_for_update().defer("header").get(pk=...)`` written once per database."""
-    ops = connections[alias].ops
-    columns = ", ".join(
-        ops.quote_name(field.column)
-        for field in Match._meta.concrete_fields
-        if field.name != "header"
-    )
-    table, pk = ops.quote_name(Match._meta.db_table), ops.quote_name(Match._meta.pk.column)
-    lock = " FOR UPDATE" if connections[alias].features.has_select_for_update else ""
-    return f"SELECT {columns} FROM {table} WHERE {pk} = %s{lock}"
+    return match
 
 
 def _seat_of(match: Match, user, state: engine.MatchState, command: dict) -> int:
@@ -466,10 +446,11 @@ def _commit_change(
     """Append the events, deal the next round when one ended, store everything, and after
     commit tell everyone and arm the deadline. The header is written only when it changes;
     a save of a match whose header was not loaded leaves it alone."""
+    appended, round_no = [], state.round_no
     if state.result is not None:
         _fold_record(match, state, events)
     else:
-        _append_events(match, state, events)
+        appended = events
     if engine.header_changes(state, events):
         engine.update_header(match.header, state)
     if state.round_over and state.result is None:  # a round ended: the next waits for its deal
@@ -480,7 +461,7 @@ def _commit_change(
     _store(match, state, now_ms)
     if state.result is not None and match.rated and state.result.reason != "void":
         rating_record_result(match=match)
-    match.save()
+    rows.store(match, appended, round_no=round_no)
     # Robust: the change is committed; a lost broadcast is repaired by the clients' resync.
     # A lambda, not a partial: Django names a failing robust callback by its __qualname__.
     transaction.on_commit(lambda: _after_commit(match, state, events, arrival_token), robust=True)
@@ -493,13 +474,6 @@ def _fold_record(match: Match, state: engine.MatchState, events: list[dict]) -> 
     engine.add_events(record, state, events)
     match.header = record
     match.events.all().delete()
-
-
-def _append_events(match: Match, state: engine.MatchState, events: list[dict]) -> None:
-    MatchEvent.objects.bulk_create(
-        MatchEvent(match=match, seq=event["seq"], round_number=state.round_no, data=event)
-        for event in events
-    )
 
 
 def _store(match: Match, state: engine.MatchState, now_ms: int) -> None:

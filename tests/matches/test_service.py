@@ -6,13 +6,11 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from django.db import connection, transaction
-from django.test.utils import CaptureQueriesContext
 
 import engine
 from engine.legal import legal_plays, play_command
 from matches import services, tasks, timekeeping
-from matches.models import Match, TimingFault
+from matches.models import TimingFault
 from matches.selectors import match_record
 from tests.matches.conftest import T0, Table
 
@@ -80,20 +78,6 @@ def test_a_command_for_a_match_that_does_not_exist_is_refused(table):
                 match_id=match_id, user=table.users[0], command={"type": "start"}, arrival_ms=T0
             )
         assert caught.value.code == "no_such_match"
-
-
-def test_the_locked_match_is_its_row_without_the_header_and_its_lock_is_taken(table):
-    table.play_until(lambda state: state.seq >= 3)
-    stored = Match.objects.get(pk=table.match.pk)
-    with transaction.atomic(), CaptureQueriesContext(connection) as queries:
-        locked = services._locked(str(table.match.pk))
-    assert locked.get_deferred_fields() == {"header"}
-    for field in Match._meta.concrete_fields:
-        if field.name != "header":
-            assert getattr(locked, field.attname) == getattr(stored, field.attname), field.name
-    (query,) = queries.captured_queries
-    assert query["sql"].endswith("FOR UPDATE") == connection.features.has_select_for_update
-    assert locked.record == stored.record  # the header still loads when asked for
 
 
 def test_a_command_for_the_other_seat_is_refused(table):

@@ -1,0 +1,106 @@
+"""The match's row and its events as the hot path reads and writes them (matches/rows.py):
+the same row the ORM would load and save, in fewer statements, and nothing half-written."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from matches import rows
+from matches.models import Match, MatchEvent
+
+
+def event(seq: int, **data) -> dict:
+    return {"seq": seq, "type": "test", **data}
+
+
+def test_the_locked_match_is_its_row_without_the_header_and_its_lock_is_taken(table):
+    table.play_until(lambda state: state.seq >= 3)
+    stored = Match.objects.get(pk=table.match.pk)
+    with transaction.atomic(), CaptureQueriesContext(connection) as queries:
+        locked = rows.locked(str(table.match.pk))
+    assert locked.get_deferred_fields() == {"header"}
+    for field in Match._meta.concrete_fields:
+        if field.name != "header":
+            assert getattr(locked, field.attname) == getattr(stored, field.attname), field.name
+    (query,) = queries.captured_queries
+    assert query["sql"].endswith("FOR UPDATE") == connection.features.has_select_for_update
+    assert locked.record == stored.record  # the header still loads when asked for
+
+
+@pytest.mark.parametrize("match_id", ["", None, 7, ["x"], "'; DROP TABLE matches_match; --"])
+def test_a_malformed_id_locks_nothing(table, match_id):
+    with transaction.atomic():
+        assert rows.locked(match_id) is None
+    assert Match.objects.filter(pk=table.match.pk).exists()
+
+
+def test_a_stored_match_reads_back_field_for_field_and_its_header_is_left_alone(table):
+    header_before = Match.objects.get(pk=table.match.pk).header
+    with transaction.atomic():
+        match = rows.locked(table.match.pk)
+        match.seq += 2
+        match.snapshot = b"\x00\xffsnapshot"
+        match.balances = [140, 160]
+        match.status = Match.Status.WAITING  # not finished: the fixture would audit its rules
+        match.winner, match.reason = 1, "points"
+        match.finished_at = datetime.datetime(2027, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
+        match.deadline_ms, match.deadline_kind = None, ""
+        match.cseq0, match.recent_cseqs = 9, {"0": [8, 9]}
+        match.secret_seed = "ab" * 32
+        rows.store(match, [event(match.seq - 1, n=1), event(match.seq, n=[2, "x"])], round_no=4)
+    reread = Match.objects.get(pk=table.match.pk)
+    for field in Match._meta.concrete_fields:
+        if field.name != "header":
+            assert getattr(reread, field.attname) == getattr(match, field.attname), field.name
+    assert reread.header == header_before
+    added = list(MatchEvent.objects.filter(match=reread, seq__gte=reread.seq - 1))
+    assert [(e.seq, e.round_number, e.data) for e in added] == [
+        (reread.seq - 1, 4, event(reread.seq - 1, n=1)),
+        (reread.seq, 4, event(reread.seq, n=[2, "x"])),
+    ]
+
+
+def test_a_loaded_header_is_written_with_the_row(table):
+    with transaction.atomic():
+        match = rows.locked(table.match.pk)
+        match.header = {**match.header, "note": "changed"}
+        rows.store(match, [], round_no=1)
+    assert Match.objects.get(pk=table.match.pk).header["note"] == "changed"
+
+
+def test_the_row_and_its_events_are_one_statement_on_postgresql(table):
+    with transaction.atomic():
+        match = rows.locked(table.match.pk)
+        match.seq += 1
+        with CaptureQueriesContext(connection) as queries:
+            rows.store(match, [event(match.seq)], round_no=1)
+    expected = 1 if connection.vendor == "postgresql" else 2
+    assert len(queries.captured_queries) == expected, queries.captured_queries
+
+
+def test_an_event_whose_seq_is_taken_changes_nothing(table):
+    before = Match.objects.get(pk=table.match.pk)
+    events_before = list(MatchEvent.objects.filter(match=before).values_list("seq", "data"))
+    taken = events_before[-1][0]
+    with pytest.raises(IntegrityError), transaction.atomic():
+        match = rows.locked(table.match.pk)
+        match.seq += 1
+        match.balances = [0, 300]
+        rows.store(match, [event(match.seq), event(taken)], round_no=1)
+    after = Match.objects.get(pk=table.match.pk)
+    assert (after.seq, after.balances) == (before.seq, before.balances)
+    assert list(MatchEvent.objects.filter(match=after).values_list("seq", "data")) == events_before
+
+
+def test_storing_a_match_whose_row_is_gone_raises(table):
+    with transaction.atomic():
+        match = rows.locked(table.match.pk)
+    Match.objects.filter(pk=table.match.pk).delete()
+    match.seq += 1
+    with pytest.raises(DatabaseError, match="no row"), transaction.atomic():
+        rows.store(match, [], round_no=1)
+    assert not Match.objects.filter(pk=table.match.pk).exists()
