@@ -5,15 +5,25 @@ waiting on PostgreSQL holds up every other match's command in that process, thou
 only its own match's row lock. ``in_database_threads`` runs calls on a pool of ``DB_THREADS``
 threads instead, each with its own persistent connection (closed when stale, as Channels does).
 SQLite takes one writer at a time anyway, so there the pool is one thread.
+
+Django checks a persistent connection with a ``SELECT 1`` before each call uses it: a round
+trip for every command. A connection that finished a call cleanly within the last
+``HEALTH_TRUSTED_S`` is trusted without it. One that died since fails its next call (the socket
+answers ``unavailable`` and the client sends the command again; nothing was written) and is
+replaced, as Django replaces any connection that raised.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
+from time import monotonic
 
-from channels.db import DatabaseSyncToAsync, database_sync_to_async
+from asgiref.sync import SyncToAsync
 from django.conf import settings
+from django.db import close_old_connections, connections
+
+HEALTH_TRUSTED_S = 1.0
 
 
 @cache
@@ -21,8 +31,36 @@ def _pool(size: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=size, thread_name_prefix="database")
 
 
+class _DatabaseCall(SyncToAsync):
+    """Channels' ``DatabaseSyncToAsync``, trusting a connection that has just worked."""
+
+    def thread_handler(self, loop, *args, **kwargs):
+        close_old_connections()
+        _trust_recently_clean_connections()
+        try:
+            return super().thread_handler(loop, *args, **kwargs)
+        finally:
+            _note_clean_connections()
+            close_old_connections()
+
+
+def _trust_recently_clean_connections() -> None:
+    now = monotonic()
+    for db in connections.all(initialized_only=True):
+        clean_at = getattr(db, "clean_at", None)
+        if db.connection is not None and clean_at is not None and now - clean_at < HEALTH_TRUSTED_S:
+            db.health_check_done = True
+
+
+def _note_clean_connections() -> None:
+    now = monotonic()
+    for db in connections.all(initialized_only=True):
+        if db.connection is not None and not db.errors_occurred:
+            db.clean_at = now
+
+
 def in_database_threads(func):
     """``func`` as a coroutine function run on the database threads."""
     if settings.DB_THREADS <= 1:
-        return database_sync_to_async(func)
-    return DatabaseSyncToAsync(func, thread_sensitive=False, executor=_pool(settings.DB_THREADS))
+        return _DatabaseCall(func, thread_sensitive=True)
+    return _DatabaseCall(func, thread_sensitive=False, executor=_pool(settings.DB_THREADS))

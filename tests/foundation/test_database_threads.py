@@ -92,3 +92,73 @@ async def _received_within(receiving: asyncio.Future, timeout_s: float):
     """The message ``receiving`` got within ``timeout_s``, or None (it goes on waiting)."""
     done, _ = await asyncio.wait({receiving}, timeout=timeout_s)
     return receiving.result() if done else None
+
+
+# --- health checks: a connection that just worked is not asked SELECT 1 again ---------------
+
+
+@pytest.fixture
+def health_checks(monkeypatch):
+    """Counts the health checks of the database threads' connections, on an injected clock."""
+    from django.db import connections
+
+    from realtime import database
+
+    now = [1_000.0]
+    monkeypatch.setattr(database, "monotonic", lambda: now[0])
+    checked = []
+    wrapper_class = type(connections["default"])
+    is_usable = wrapper_class.is_usable
+
+    def counted(self):
+        checked.append(threading.current_thread().name)
+        return is_usable(self)
+
+    monkeypatch.setattr(wrapper_class, "is_usable", counted)
+    return now, checked
+
+
+def backend_pid() -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        if connection.vendor != "postgresql":
+            cursor.execute("SELECT 1")
+            return 0
+        cursor.execute("SELECT pg_backend_pid()")
+        return cursor.fetchone()[0]
+
+
+async def test_a_connection_used_within_the_trusted_spell_is_not_checked_again(
+    settings, health_checks
+):
+    settings.DB_THREADS = 1  # one thread, so every call meets the same connection
+    now, checked = health_checks
+    await in_database_threads(backend_pid)()  # opens (or checks) the thread's connection
+    checked.clear()
+    now[0] += 0.5
+    await in_database_threads(backend_pid)()
+    assert checked == []
+    now[0] += 5
+    await in_database_threads(backend_pid)()
+    assert len(checked) == 1
+
+
+async def test_a_trusted_connection_that_died_fails_one_call_and_is_replaced(
+    settings, health_checks
+):
+    from django.db import DatabaseError, connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("a server to end the connection: PostgreSQL")
+    settings.DB_THREADS = 1
+    pid = await in_database_threads(backend_pid)()
+
+    def terminate() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+
+    await sync_to_async(terminate, thread_sensitive=False)()
+    with pytest.raises(DatabaseError):  # trusted, so not checked first: this call finds out
+        await in_database_threads(backend_pid)()
+    assert await in_database_threads(backend_pid)() not in (0, pid)
