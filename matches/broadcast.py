@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from asgiref.sync import async_to_sync
@@ -17,7 +18,7 @@ from channels.layers import get_channel_layer
 from redis.exceptions import RedisError
 
 import engine
-from realtime.redis_clients import async_redis
+from realtime.redis_clients import async_redis, sync_redis
 
 from .models import Match
 from .timekeeping import authority_ms
@@ -109,7 +110,9 @@ def audiences(match: Match) -> tuple:
     return (0, 1, WATCHERS)
 
 
-def publish(match: Match, state: engine.MatchState, events: list[dict]) -> None:
+def publish(match: Match, state: engine.MatchState, events: list[dict], writes=None) -> None:
+    """Tell every audience of the match its view of the change (and Redis ``writes``: see
+    ``publish_messages``)."""
     messages = [
         (
             group_name(match.id, audience),
@@ -120,38 +123,69 @@ def publish(match: Match, state: engine.MatchState, events: list[dict]) -> None:
         )
         for audience in audiences(match)
     ]
-    publish_messages(messages)
+    publish_messages(messages, writes)
 
 
-def publish_messages(messages: list[tuple[str, dict]]) -> None:
-    """Send (group, message) pairs from sync code: held for the loop inside ``held``."""
+def publish_messages(messages: list[tuple[str, dict]], writes=None) -> None:
+    """Send (group, message) pairs from sync code, after ``writes(pipe)`` has queued what
+    Redis must hold first into a pipeline (one round trip): both held for the loop inside
+    ``held``."""
     held = _held.get()
     if held is not None:
-        held.extend(messages)
-    else:
-        async_to_sync(_send_all)(messages)  # one hop to the event loop for every audience
+        held.messages.extend(messages)
+        if writes is not None:
+            held.writes.append(writes)
+        return
+    if writes is not None:
+        try:
+            pipe = sync_redis().pipeline(transaction=False)
+            writes(pipe)
+            pipe.execute()
+        except Exception:  # what the writes keep is rebuilt or expires (see their callers)
+            log.exception("could not write a change's after-commit state to Redis")
+    async_to_sync(_send_all)(messages)  # one hop to the event loop for every audience
 
 
-# Broadcasts made by a service call that an event loop awaits (see ``held``).
-_held: contextvars.ContextVar[list | None] = contextvars.ContextVar("held_broadcasts", default=None)
+@dataclass
+class _Held:
+    messages: list = field(default_factory=list)
+    writes: list = field(default_factory=list)
+
+
+# What the service calls that an event loop awaits leave for it (see ``held``).
+_held: contextvars.ContextVar[_Held | None] = contextvars.ContextVar("held", default=None)
 
 
 @contextlib.asynccontextmanager
 async def held():
-    """Hold the broadcasts of the service calls awaited in this block and send them from the
-    event loop when it ends, committed or not: the database thread does not wait on the loop
-    (a busy loop would make every later command wait behind it)."""
-    messages: list = []
-    token = _held.set(messages)
+    """Hold the Redis writes and broadcasts of the service calls awaited in this block and
+    make them from the event loop when it ends, committed or not: the database thread does
+    not wait on Redis nor on the loop (a busy loop would make every later command wait
+    behind it), and the mover's ack, sent inside the block, waits on neither."""
+    kept = _Held()
+    token = _held.set(kept)
     try:
         yield
     finally:
         _held.reset(token)
-        if messages:
+        await _write_held(kept.writes)
+        if kept.messages:
             try:
-                await _send_all(messages)
+                await _send_all(kept.messages)
             except Exception:  # committed all the same: the clients' resync repairs a loss
-                log.exception("could not broadcast %d messages", len(messages))
+                log.exception("could not broadcast %d messages", len(kept.messages))
+
+
+async def _write_held(writes: list) -> None:
+    if not writes:
+        return
+    try:
+        pipe = async_redis().pipeline(transaction=False)
+        for write in writes:
+            write(pipe)
+        await pipe.execute()
+    except Exception:  # what the writes keep is rebuilt or expires (see their callers)
+        log.exception("could not write %d changes' after-commit state to Redis", len(writes))
 
 
 async def _send_all(messages) -> None:

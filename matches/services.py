@@ -22,7 +22,6 @@ from django.utils import timezone as dj_timezone
 import engine
 from accounts.services import rating_record_result
 from engine import Rejection
-from realtime.redis_clients import sync_redis
 
 from . import broadcast, deadlines, presence, rows, timekeeping, webbeats
 from .models import Match, TimingFault
@@ -506,19 +505,20 @@ def _after_commit(
     match: Match, state: engine.MatchState, events: list[dict], arrival_token: str | None = None
 ) -> None:
     """Tell Redis (the deadline, the last seq for pings, the command no longer pending: one
-    round trip) and everyone concerned."""
-    try:
-        pipe = sync_redis().pipeline(transaction=False)
-        deadlines.remember(str(match.id), match.deadline_ms, pipe)
-        broadcast.note_seq(pipe, match.id, state.seq)
+    round trip, before the broadcasts) and everyone concerned. A lost write is repaired: the
+    sweeper rebuilds the deadlines, a ping falls back on the database, a pending arrival
+    expires by itself."""
+    match_id = str(match.id)
+
+    def writes(pipe) -> None:
+        deadlines.remember(match_id, match.deadline_ms, pipe)
+        broadcast.note_seq(pipe, match_id, state.seq)
         if arrival_token is not None:
-            timekeeping.release_into(pipe, str(match.id), arrival_token)
-        pipe.execute()
-    except Exception:  # the sweeper rebuilds deadlines; a pending arrival expires by itself
-        log.exception("could not arm the deadline of match %s", match.pk)
-    broadcast.publish(match, state, events)
+            timekeeping.release_into(pipe, match_id, arrival_token)
+
+    broadcast.publish(match, state, events, writes)
     if computer_to_act(match, state):
-        queue_computer_turn(str(match.id), state.seq)
+        queue_computer_turn(match_id, state.seq)
 
 
 def computer_to_act(match: Match, state: engine.MatchState) -> bool:

@@ -14,6 +14,7 @@ from channels.layers import get_channel_layer
 
 from matches import broadcast
 from realtime.database import in_database_threads
+from realtime.redis_clients import async_redis
 
 # The threads close their stale connections before and after each call (as Channels does),
 # which touches the database once one of them holds a connection from an earlier test.
@@ -64,27 +65,60 @@ async def subscribed():
     await layer.group_discard(group, channel)
 
 
-async def test_held_broadcasts_are_sent_when_the_block_ends_not_by_the_thread(subscribed):
+def writing(key: str):
+    """Redis writes as a service's after-commit queues them into a pipeline."""
+
+    def writes(pipe) -> None:
+        pipe.set(key, "written", ex=60)
+
+    return writes
+
+
+async def test_held_writes_and_broadcasts_are_made_when_the_block_ends_not_by_the_thread(
+    subscribed,
+):
     layer, group, channel = subscribed
     message = {"type": "match.message", "payload": {"seq": 7}}
+    key = f"test:held:{uuid.uuid4().hex}"
 
     def service_call() -> None:  # what a service's after-commit does in its thread
-        broadcast.publish_messages([(group, message)])
+        broadcast.publish_messages([(group, message)], writing(key))
 
     receiving = asyncio.ensure_future(layer.receive(channel))  # never cancelled: the
     # pub/sub layer unsubscribes a channel whose receive is cancelled
     async with broadcast.held():
         await sync_to_async(service_call, thread_sensitive=False)()
-        # Returned without sending: nothing reaches the channel while the block lasts.
+        # Returned without writing or sending: nothing is made while the block lasts.
         assert await _received_within(receiving, 0.3) is None
+        assert await async_redis().get(key) is None
+    assert await _received_within(receiving, MEETING_TIMEOUT_S) == message
+    assert await async_redis().get(key) == "written"
+
+
+async def test_outside_a_held_block_the_call_itself_writes_and_broadcasts(subscribed):
+    layer, group, channel = subscribed
+    message = {"type": "match.message", "payload": {"seq": 8}}
+    key = f"test:held:{uuid.uuid4().hex}"
+    receiving = asyncio.ensure_future(layer.receive(channel))
+    await sync_to_async(broadcast.publish_messages, thread_sensitive=False)(
+        [(group, message)], writing(key)
+    )
+    assert await async_redis().get(key) == "written"
     assert await _received_within(receiving, MEETING_TIMEOUT_S) == message
 
 
-async def test_outside_a_held_block_a_broadcast_is_sent_by_the_call_itself(subscribed):
+async def test_held_writes_that_fail_still_let_the_broadcasts_go(subscribed):
     layer, group, channel = subscribed
-    message = {"type": "match.message", "payload": {"seq": 8}}
+    message = {"type": "match.message", "payload": {"seq": 9}}
+
+    def broken(pipe) -> None:
+        pipe.execute_command("NO-SUCH-COMMAND")
+
     receiving = asyncio.ensure_future(layer.receive(channel))
-    await sync_to_async(broadcast.publish_messages, thread_sensitive=False)([(group, message)])
+    async with broadcast.held():
+        await sync_to_async(broadcast.publish_messages, thread_sensitive=False)(
+            [(group, message)], broken
+        )
     assert await _received_within(receiving, MEETING_TIMEOUT_S) == message
 
 
