@@ -25,7 +25,9 @@ if "twisted.internet.reactor" in sys.modules:  # served by Daphne
     from twisted.internet import reactor
 
     from matches import scheduler
+    from realtime.collector import settle_after_startup
 
     # Once the event loop runs: this process fires deadlines and beats for the web tier from its
     # start, not only from its first match socket.
     reactor.callLater(0, scheduler.ensure_running)
+    settle_after_startup()  # what start-up made stays out of the collections that pause the loop
