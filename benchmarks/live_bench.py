@@ -118,23 +118,24 @@ async def _play_all(seats: list[Seat], url: str, window: tuple, seed: int, out: 
     loop = asyncio.get_running_loop()
     warmup, seconds = window
     stats.measure_from = loop.time() + warmup
-    end = stats.measure_from + seconds
+    end = stats.measure_until = stats.measure_from + seconds
     await asyncio.gather(*(_play_seat(s, c, rng, loop, end, stats) for s, c in clients))
     Path(out).write_text(json.dumps(stats.as_dict()))
 
 
 class Stats:
-    """What the bots of one process measured, from the end of the warm-up on: the first
-    seconds, when every match contributes and presses Start at once, are no steady state."""
+    """What the bots of one process measured between the end of the warm-up and the end of
+    the run: neither the first seconds, when every match contributes and presses Start at
+    once, nor the last, when every match still live resigns at once, are a steady state."""
 
     def __init__(self):
         self.samples = {"ack": [], "broadcast": [], "forfeit": []}
         self.early = self.n = 0
         self.errors = Counter()
-        self.measure_from = float("inf")
+        self.measure_from = self.measure_until = float("inf")
 
     def measuring(self) -> bool:
-        return asyncio.get_running_loop().time() >= self.measure_from
+        return self.measure_from <= asyncio.get_running_loop().time() < self.measure_until
 
     def sample(self, kind: str, ms: float) -> None:
         if self.measuring():

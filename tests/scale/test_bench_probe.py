@@ -1,12 +1,13 @@
 """bench-live's echo probe against a site that will not take it: an overloaded site's load
 balancer answers the handshake 503, a stopped one refuses the connection. The probe counts each
-attempt and keeps trying until its time is up, instead of ending the whole benchmark run."""
+attempt and keeps trying until its time is up, instead of ending the whole benchmark run. And
+the bots' figures cover the measured window only."""
 
 from __future__ import annotations
 
 import asyncio
 
-from benchmarks.live_bench import echo_probe
+from benchmarks.live_bench import Stats, echo_probe
 from scripts.proc import free_port
 
 PROBE_S = 1.0
@@ -32,3 +33,20 @@ async def test_a_503_to_the_handshake_is_counted_as_refused_and_tried_again():
 async def test_a_port_nobody_listens_on_is_counted_as_refused():
     figures = await echo_probe(f"ws://127.0.0.1:{free_port()}/ws/echo/", PROBE_S, PERIOD_S)
     assert figures["samples"] == [] and figures["refused"] >= 2
+
+
+async def test_the_bots_count_only_what_happens_inside_the_measured_window():
+    # The warm-up's burst (every match starting) and the closing one (every live match
+    # resigning at the end) are no steady state: a sample outside the window is dropped.
+    stats = Stats()
+    now = asyncio.get_running_loop().time()
+    stats.sample("ack", 1.0)  # no window yet: the bots are still connecting
+    stats.measure_from, stats.measure_until = now - 1, now + 60
+    stats.sample("ack", 2.0)
+    stats.command({"type": "error", "code": "busy"}, 3.0)
+    stats.measure_from, stats.measure_until = now - 60, now - 1
+    stats.sample("broadcast", 4.0)
+    stats.forfeit(-5.0)
+    counted = stats.as_dict()
+    assert (counted["ack"], counted["broadcast"], counted["forfeit"]) == ([2.0], [], [])
+    assert (counted["n"], counted["errors"], counted["early"]) == (1, {"busy": 1}, 0)
