@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -20,6 +21,7 @@ from redis.exceptions import RedisError
 import engine
 from realtime.redis_clients import async_redis, sync_redis
 
+from . import deadlines
 from .models import Match
 from .timekeeping import authority_ms
 
@@ -131,10 +133,7 @@ def publish_messages(messages: list[tuple[str, dict]], writes=None) -> None:
     Redis must hold first into a pipeline (one round trip): both held for the loop inside
     ``held``."""
     held = _held.get()
-    if held is not None:
-        held.messages.extend(messages)
-        if writes is not None:
-            held.writes.append(writes)
+    if held is not None and held.keep(messages, writes):
         return
     if writes is not None:
         try:
@@ -148,8 +147,25 @@ def publish_messages(messages: list[tuple[str, dict]], writes=None) -> None:
 
 @dataclass
 class _Held:
+    """What a ``held`` block keeps, until it ends: a call still running then (its awaiting
+    task was cancelled) makes its writes and broadcasts itself."""
+
     messages: list = field(default_factory=list)
     writes: list = field(default_factory=list)
+    open: bool = True
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def keep(self, messages: list, writes) -> bool:
+        with self.lock:
+            if self.open:
+                self.messages.extend(messages)
+                self.writes.extend([] if writes is None else [writes])
+            return self.open
+
+    def close(self) -> tuple[list, list]:
+        with self.lock:
+            self.open = False
+            return self.writes, self.messages
 
 
 # What the service calls that an event loop awaits leave for it (see ``held``).
@@ -168,12 +184,13 @@ async def held():
         yield
     finally:
         _held.reset(token)
-        await _write_held(kept.writes)
-        if kept.messages:
+        writes, messages = kept.close()
+        await _write_held(writes)
+        if messages:
             try:
-                await _send_all(kept.messages)
+                await _send_all(messages)
             except Exception:  # committed all the same: the clients' resync repairs a loss
-                log.exception("could not broadcast %d messages", len(kept.messages))
+                log.exception("could not broadcast %d messages", len(messages))
 
 
 async def _write_held(writes: list) -> None:
@@ -193,9 +210,28 @@ async def _send_all(messages) -> None:
     await asyncio.gather(*(layer.group_send(group, message) for group, message in messages))
 
 
-def note_seq(pipe, match_id, seq: int) -> None:
-    """Remember the match's last event number where a ping can read it without the database."""
-    pipe.set(SEQ_KEY.format(match_id), seq, ex=SEQ_TTL_S)
+# A change's seq and deadline, unless a later change of the match got there first: each
+# change's writes are made from the loop of the process that made it, after its ack, so two
+# changes' writes (a player's and the computer's from a worker, say) can arrive out of order.
+_NOTE_CHANGE = """
+if tonumber(redis.call('GET', KEYS[1]) or '-1') > tonumber(ARGV[1]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+if ARGV[3] == '' then
+  redis.call('ZREM', KEYS[2], ARGV[4])
+else
+  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+end
+return 1
+"""
+
+
+def note_change(pipe, match_id, seq: int, deadline_ms: int | None) -> None:
+    """Queue into ``pipe``: the match's last event number where a ping can read it without the
+    database, and its deadline where the deadline loops find it (matches/deadlines.py)."""
+    match_id = str(match_id)
+    deadline = "" if deadline_ms is None else str(deadline_ms)
+    keys = (SEQ_KEY.format(match_id), deadlines.DEADLINES_KEY)
+    pipe.eval(_NOTE_CHANGE, 2, *keys, seq, SEQ_TTL_S, deadline, match_id)
 
 
 async def clock_and_seq(match_id) -> tuple[int | None, int | None]:

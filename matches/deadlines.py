@@ -11,14 +11,13 @@ from .models import Match
 DEADLINES_KEY = "sbo:deadlines"
 
 
-def remember(match_id: str, deadline_ms: int | None, pipe=None) -> None:
-    """Keep Redis in step with the database row (after commit); into ``pipe`` if given, so a
-    move's after-commit writes share one round trip."""
-    client = sync_redis() if pipe is None else pipe
+def remember(match_id: str, deadline_ms: int | None) -> None:
+    """Put the database row's deadline back into Redis (a change writes its own with its seq:
+    broadcast.note_change)."""
     if deadline_ms is None:
-        client.zrem(DEADLINES_KEY, match_id)
+        sync_redis().zrem(DEADLINES_KEY, match_id)
     else:
-        client.zadd(DEADLINES_KEY, {match_id: deadline_ms})
+        sync_redis().zadd(DEADLINES_KEY, {match_id: deadline_ms})
 
 
 def due(now_ms: int, limit: int = 500) -> list[str]:

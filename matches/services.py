@@ -23,7 +23,7 @@ import engine
 from accounts.services import rating_record_result
 from engine import Rejection
 
-from . import broadcast, deadlines, presence, rows, timekeeping, webbeats
+from . import broadcast, presence, rows, timekeeping, webbeats
 from .models import Match, TimingFault
 from .selectors import match_state
 
@@ -511,8 +511,7 @@ def _after_commit(
     match_id = str(match.id)
 
     def writes(pipe) -> None:
-        deadlines.remember(match_id, match.deadline_ms, pipe)
-        broadcast.note_seq(pipe, match_id, state.seq)
+        broadcast.note_change(pipe, match_id, state.seq, match.deadline_ms)
         if arrival_token is not None:
             timekeeping.release_into(pipe, match_id, arrival_token)
 

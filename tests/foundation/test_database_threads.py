@@ -5,6 +5,7 @@ event loop (matches/broadcast.py ``held``) instead of making its database thread
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 import uuid
 
@@ -103,6 +104,24 @@ async def test_outside_a_held_block_the_call_itself_writes_and_broadcasts(subscr
     await sync_to_async(broadcast.publish_messages, thread_sensitive=False)(
         [(group, message)], writing(key)
     )
+    assert await async_redis().get(key) == "written"
+    assert await _received_within(receiving, MEETING_TIMEOUT_S) == message
+
+
+async def test_a_call_still_running_when_its_block_ends_writes_and_broadcasts_itself(subscribed):
+    # The task awaiting the call was cancelled (a socket's consumer stopped, say): the block
+    # ends, and the call, still running in its thread, commits afterwards.
+    layer, group, channel = subscribed
+    message = {"type": "match.message", "payload": {"seq": 10}}
+    key = f"test:held:{uuid.uuid4().hex}"
+    receiving = asyncio.ensure_future(layer.receive(channel))
+    async with broadcast.held():
+        inside = contextvars.copy_context()  # what the call's thread runs in
+
+    def late_commit() -> None:
+        inside.run(broadcast.publish_messages, [(group, message)], writing(key))
+
+    await sync_to_async(late_commit, thread_sensitive=False)()
     assert await async_redis().get(key) == "written"
     assert await _received_within(receiving, MEETING_TIMEOUT_S) == message
 

@@ -9,7 +9,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 import engine
-from matches import deadlines, scheduler, services, tasks, timekeeping
+from matches import broadcast, deadlines, scheduler, services, tasks, timekeeping
 from matches.models import Match, TimingFault
 from realtime.redis_clients import sync_redis
 from tests.support.dealing import deal_by_service
@@ -162,3 +162,28 @@ async def wait_until_async(predicate, timeout_s: float):
     while not await check():
         assert loop.time() < deadline, "the condition did not come true in time"
         await asyncio.sleep(0.02)
+
+
+def test_a_change_noted_after_a_later_change_of_its_match_leaves_the_later_one(own_deadline_set):
+    # Each change's Redis writes are made after its ack, from its own process's loop: two
+    # changes' writes can reach Redis out of order, and the older must not undo the newer.
+    match_id = uuid.uuid4().hex
+    seq_key = broadcast.SEQ_KEY.format(match_id)
+
+    def note(seq: int, deadline_ms: int | None) -> None:
+        pipe = sync_redis().pipeline(transaction=False)
+        broadcast.note_change(pipe, match_id, seq, deadline_ms)
+        pipe.execute()
+
+    client = sync_redis()
+    try:
+        note(8, 5_000)
+        note(7, 9_000)  # the earlier change, arriving late
+        assert (client.get(seq_key), client.zscore(own_deadline_set, match_id)) == ("8", 5_000)
+        note(8, 6_000)  # the same change written again (a retry) still counts
+        assert client.zscore(own_deadline_set, match_id) == 6_000
+        note(9, None)  # the match ended: no deadline
+        assert (client.get(seq_key), client.zscore(own_deadline_set, match_id)) == ("9", None)
+        assert 0 < client.ttl(seq_key) <= broadcast.SEQ_TTL_S
+    finally:
+        client.delete(seq_key)
