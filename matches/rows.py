@@ -10,10 +10,11 @@ queryset would do it.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from functools import cache
 
 from django.core.exceptions import ValidationError
-from django.db import DatabaseError, connection, connections
+from django.db import DatabaseError, connection, connections, transaction
 
 from .models import Match, MatchEvent
 
@@ -50,8 +51,11 @@ def store(match: Match, events: list[dict], *, round_no: int) -> None:
         for value in (match_pk, event["seq"], round_no, data.get_db_prep_save(event, connection))
     ]
     statements = _store_sql(alias, header_unloaded, len(events))
-    with connection.cursor() as cursor:
-        if len(statements) == 2:  # no data-modifying WITH here: the events first, then the row
+    # Where there is no data-modifying WITH, two statements (the events, then the row) in
+    # a transaction of their own, so that they too are written together or not at all.
+    together = transaction.atomic() if len(statements) == 2 else nullcontext()
+    with together, connection.cursor() as cursor:
+        if len(statements) == 2:
             cursor.execute(statements[0], event_rows)
             event_rows = []
         cursor.execute(statements[-1], [*event_rows, *values, match_pk])
