@@ -12,9 +12,14 @@ from realtime.collector import settle_after_startup
 
 @pytest.fixture
 def restored_collector():
-    thresholds = gc.get_threshold()
+    """A collector with nothing frozen (an earlier test may have served the app in this
+    process, which froze it), put back as it was afterwards."""
+    thresholds, was_frozen = gc.get_threshold(), gc.get_freeze_count() > 0
+    gc.unfreeze()
     yield
     gc.unfreeze()
+    if was_frozen:
+        gc.freeze()
     gc.set_threshold(*thresholds)
 
 
