@@ -8,15 +8,19 @@ SQLite takes one writer at a time anyway, so there the pool is one thread.
 
 Django checks a persistent connection with a ``SELECT 1`` before each call uses it: a round
 trip for every command. A connection that finished a call cleanly within the last
-``HEALTH_TRUSTED_S`` is trusted without it. One that died since fails its next call (the socket
-answers ``unavailable`` and the client sends the command again; nothing was written) and is
-replaced, as Django replaces any connection that raised.
+``HEALTH_TRUSTED_S`` and has nothing waiting on its socket is trusted without it. An idle
+connection is sent nothing, so a readable socket means the server said goodbye (a restart, a
+terminated backend): that one is checked, and replaced, before the call uses it. One that died
+silently since (a network cut) fails its next call (the socket answers ``unavailable`` and the
+client sends the command again; nothing was written) and is replaced, as Django replaces any
+connection that raised.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
+from select import select
 from time import monotonic
 
 from asgiref.sync import SyncToAsync
@@ -48,8 +52,21 @@ def _trust_recently_clean_connections() -> None:
     now = monotonic()
     for db in connections.all(initialized_only=True):
         clean_at = getattr(db, "clean_at", None)
-        if db.connection is not None and clean_at is not None and now - clean_at < HEALTH_TRUSTED_S:
+        recently_clean = clean_at is not None and now - clean_at < HEALTH_TRUSTED_S
+        if db.connection is not None and recently_clean and _nothing_to_read(db.connection):
             db.health_check_done = True
+
+
+def _nothing_to_read(connection) -> bool:
+    """True for a connection without a socket (SQLite) or whose socket is quiet."""
+    fileno = getattr(connection, "fileno", None)
+    if fileno is None:
+        return True
+    try:
+        readable, _, _ = select([fileno()], [], [], 0)
+    except Exception:  # a closed connection or socket: let Django's check find out
+        return False
+    return not readable
 
 
 def _note_clean_connections() -> None:

@@ -74,7 +74,8 @@ def test_a_database_outage_mid_match_is_answered_and_play_resumes(
             finally:
                 await asyncio.to_thread(set_connections, True, own_pid)
             after = await mover.command(decision, cseq=mover.cseq, timeout=15)  # the same cseq
-            await mover.command({"type": "resign"})
+            resigned = await mover.command({"type": "resign"})
+            assert resigned["type"] == "ack", resigned
             for client in seats:
                 await client.wait_for(lambda c: c.over, 10)
                 await client.close()
