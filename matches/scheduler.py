@@ -1,7 +1,11 @@
 """Deadlines fire from whichever process is alive.
 
-Every web process fires due deadlines: it polls the deadline set in Redis every ``POLL_S``;
-Celery beat's sweeper does the same every second, as the backstop when no web process is up.
+Every web process fires due deadlines: it polls the deadline set in Redis every ``POLL_S``, or
+at the next deadline when that comes sooner (so a deadline fires when it falls due, not up to a
+poll later); Celery beat's sweeper does the same every second, as the backstop when no web
+process is up. A poll claims what it takes (its entries move ``CLAIM_MS`` ahead), so the web
+processes, all woken at the same deadline, do not all fire it; a claimer that dies leaves its
+claims to the others once ``CLAIM_MS`` has passed.
 Firing goes through ``services.match_expire``, which takes the match's lock and is idempotent:
 two processes firing one deadline change the match once. Each web process also beats for the
 web tier (matches/webbeats.py) from a loop of its own, so a backlog of deadlines (which waits
@@ -25,15 +29,22 @@ from .models import Match
 
 log = logging.getLogger(__name__)
 
-POLL_S = 0.02  # a forfeit reaches its players within a poll of its deadline, plus the write
+POLL_S = 0.02  # how soon a deadline set by another process is seen
+MIN_WAIT_S = 0.001  # the authority's clock decides what is due: a wake-up a hair early waits again
+CLAIM_MS = 1_000
 BEAT_S = 0.25  # several beats a second: a beat missed now and then is no outage
 BATCH = 200
 REBUILD_CHECK_S = 1.0  # how often a web process checks that Redis still holds the deadlines
-# The authority's time and the deadlines due by it, in one round trip.
-_DUE = """
+# The authority's time, the deadlines due by it (claimed), and the next one, in one round trip.
+_TAKE_DUE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-return {now, redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, ARGV[1])}
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, ARGV[1])
+for _, match_id in ipairs(due) do
+  redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), match_id)
+end
+local next = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+return {now, due, next[2] or false}
 """
 
 _loops: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -47,16 +58,32 @@ def fire_due(match_ids, now_ms: int) -> int:
             outcome = services.match_expire(match_id=match_id, now_ms=now_ms)
         except services.CommandRejected:  # no such match (deleted): forget its deadline
             outcome = "nothing_due"
-        if outcome in ("nothing_due", "early"):
+        if outcome in ("nothing_due", "early", "command_pending", "web_down"):
             # Redis was behind the database (or another process fired it first): the
-            # database wins.
+            # database wins. A deadline that must wait (for a command stamped in time, or
+            # for web to be back) is put back from its claim, to be polled again at once.
             deadline_ms = (
                 Match.objects.filter(pk=match_id).values_list("deadline_ms", flat=True).first()
             )
             deadlines.remember(match_id, deadline_ms)
-        elif outcome not in ("command_pending", "web_down"):
-            acted += 1  # (a command stamped in time goes first; nobody can act while web is down)
+        else:
+            acted += 1
     return acted
+
+
+async def take_due(limit: int = BATCH) -> tuple[int, list[str], int | None]:
+    """The authority's time, the matches due by it (claimed for ``CLAIM_MS``: another poll
+    does not take them meanwhile) and the next deadline after it, if any."""
+    now_ms, due, next_ms = await async_redis().eval(
+        _TAKE_DUE, 1, deadlines.DEADLINES_KEY, limit, CLAIM_MS
+    )
+    return int(now_ms), due, None if next_ms is None else int(float(next_ms))
+
+
+def wait_before_next_poll_s(now_ms: int, next_deadline_ms: int | None) -> float:
+    if next_deadline_ms is None:
+        return POLL_S
+    return min(POLL_S, max(MIN_WAIT_S, (next_deadline_ms - now_ms) / 1000))
 
 
 def ensure_running() -> asyncio.Task:
@@ -82,12 +109,14 @@ async def _run() -> None:
 
 
 async def _every(period_s: float, step, what: str) -> None:
-    """Run ``step`` every ``period_s`` until cancelled, logging a failure once per outage."""
+    """Run ``step`` every ``period_s`` (or after the seconds it returns) until cancelled,
+    logging a failure once per outage."""
     me = asyncio.current_task()
     failing = False
     while not me.cancelling():  # a cancel that a library swallowed still ends the loop
+        wait_s = period_s
         try:
-            await step()
+            wait_s = await step() or period_s
             if failing:
                 log.warning("cannot %s: working again", what)
             failing = False
@@ -95,7 +124,7 @@ async def _every(period_s: float, step, what: str) -> None:
             if not failing:
                 log.exception("cannot %s now", what)
             failing = True
-        await asyncio.sleep(period_s)
+        await asyncio.sleep(wait_s)
 
 
 async def _beat() -> None:
@@ -114,13 +143,15 @@ def _deadline_poller():
         async with broadcast.held():
             await in_database_threads(fire_due)([match_id], now_ms)
 
-    async def poll() -> None:
-        clock = asyncio.get_running_loop().time()
-        if clock - checked_at[0] >= REBUILD_CHECK_S:
-            checked_at[0] = clock
+    async def poll() -> float:
+        loop = asyncio.get_running_loop()
+        if loop.time() - checked_at[0] >= REBUILD_CHECK_S:
+            checked_at[0] = loop.time()
             await rebuild_if_lost()
-        now_ms, due = await async_redis().eval(_DUE, 1, deadlines.DEADLINES_KEY, BATCH)
+        now_ms, due, next_ms = await take_due()
+        wake_at = loop.time() + wait_before_next_poll_s(now_ms, next_ms)
         if due:
-            await asyncio.gather(*(fire(match_id, int(now_ms)) for match_id in due))
+            await asyncio.gather(*(fire(match_id, now_ms) for match_id in due))
+        return max(MIN_WAIT_S, wake_at - loop.time())
 
     return poll

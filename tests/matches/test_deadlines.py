@@ -27,16 +27,16 @@ def own_deadline_set(monkeypatch):
     sync_redis().delete(key, deadlines.built_key())
 
 
-def start_due(player0, player1) -> Match:
+def start_due(player0, player1, due_in_ms: int = -50) -> Match:
     """A match (unrated) dealt a second after it was created, whose Start deadline passed 50 ms
-    ago."""
+    ago (or falls due ``due_in_ms`` from now)."""
     now = timekeeping.now_ms()
-    dealt_at = now - GRACE - 50
+    dealt_at = now - GRACE + due_in_ms
     match = services.match_create(
         player0=player0, player1=player1, now_ms=dealt_at - 1_000, clock=engine.ClockConfig()
     )
     assert deal_by_service(match, {0: player0, 1: player1}, dealt_at)
-    assert (match.deadline_kind, match.deadline_ms) == (Match.DeadlineKind.START, now - 50)
+    assert (match.deadline_kind, match.deadline_ms) == (Match.DeadlineKind.START, now + due_in_ms)
     return match
 
 
@@ -153,6 +153,84 @@ async def test_the_web_process_loop_fires_a_due_deadline_without_any_worker(make
     record = await database_sync_to_async(lambda: match.record)()  # its events are rows
     start = record["rounds"][0]["events"][2]
     assert (start["type"], start["seat"]) == ("start", None)
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_web_process_loop_fires_a_deadline_when_it_falls_due_not_at_the_next_poll(
+    make_user, monkeypatch
+):
+    monkeypatch.setattr(scheduler, "POLL_S", 60.0)  # a poll would come a minute later
+    match = await database_sync_to_async(
+        lambda: start_due(make_user("ala"), make_user("olek"), due_in_ms=300)
+    )()  # fmt: skip
+    start_deadline_ms = match.deadline_ms
+    deadlines.remember(str(match.pk), start_deadline_ms)
+    loop = scheduler.ensure_running()
+
+    def started():
+        match.refresh_from_db()
+        return match.seq == 3
+
+    try:
+        await wait_until_async(started, 10)
+    finally:
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+    record = await database_sync_to_async(lambda: match.record)()
+    start = record["rounds"][0]["events"][2]
+    assert start["type"] == "start"
+    assert 0 <= start["at_ms"] - start_deadline_ms < 10_000  # never early; not a poll later
+
+
+async def test_a_poll_claims_what_is_due_so_another_poll_at_once_leaves_it(own_deadline_set):
+    now = timekeeping.now_ms()
+    client = sync_redis()
+    later = now + scheduler.CLAIM_MS // 2
+    client.zadd(own_deadline_set, {"due": now - 50, "later": later})
+    now_ms, due, next_ms = await scheduler.take_due()
+    assert (due, next_ms) == (["due"], later)
+    claimed = client.zscore(own_deadline_set, "due")
+    assert claimed == now_ms + scheduler.CLAIM_MS
+    assert (await scheduler.take_due())[1:] == ([], later)  # the other process's poll
+
+
+async def test_a_claim_whose_poller_died_is_taken_again_once_it_lapses(
+    own_deadline_set, monkeypatch
+):
+    monkeypatch.setattr(scheduler, "CLAIM_MS", 50)
+    sync_redis().zadd(own_deadline_set, {"due": timekeeping.now_ms() - 1})
+    assert (await scheduler.take_due())[1] == ["due"]  # and its taker dies before firing it
+    loop = asyncio.get_running_loop()
+    give_up_at = loop.time() + 5
+    while (await scheduler.take_due())[1] != ["due"]:
+        assert loop.time() < give_up_at, "the lapsed claim was never taken again"
+        await asyncio.sleep(0.01)
+
+
+@pytest.mark.parametrize(
+    ("next_ms", "wait_s"),
+    [
+        (None, scheduler.POLL_S),  # nothing ahead: the usual poll
+        (1_000_000 + 60_000, scheduler.POLL_S),  # far ahead: the usual poll
+        (1_000_000 + 7, 0.007),  # sooner than a poll: exactly then
+        (1_000_000, scheduler.MIN_WAIT_S),  # due by now (claimed elsewhere): never a busy loop
+    ],
+)
+def test_the_next_poll_comes_at_the_next_deadline_when_that_is_sooner(next_ms, wait_s):
+    assert scheduler.wait_before_next_poll_s(1_000_000, next_ms) == pytest.approx(wait_s)
+
+
+def test_a_deadline_that_must_wait_for_a_pending_command_is_put_back_from_its_claim(due_match):
+    match_id = str(due_match.pk)
+    arrivals = timekeeping.ARRIVALS_KEY.format(match_id=match_id)
+    sync_redis().zadd(arrivals, {uuid.uuid4().hex: due_match.deadline_ms - 1})
+    try:
+        sync_redis().zadd(deadlines.DEADLINES_KEY, {match_id: due_match.deadline_ms + 1_000})
+        assert scheduler.fire_due([match_id], timekeeping.now_ms()) == 0
+    finally:
+        sync_redis().delete(arrivals)
+    # Polled again at once, not when the claim lapses:
+    assert sync_redis().zscore(deadlines.DEADLINES_KEY, match_id) == due_match.deadline_ms
 
 
 async def wait_until_async(predicate, timeout_s: float):
