@@ -30,8 +30,8 @@ from .models import Match
 log = logging.getLogger(__name__)
 
 POLL_S = 0.02  # how soon a deadline set by another process is seen
-MIN_WAIT_S = 0.001  # the authority's clock decides what is due: a wake-up a hair early waits again
-CLAIM_MS = 1_000
+MIN_WAIT_S = 0.003  # the authority's clock decides what is due: a wake-up a hair early waits again
+CLAIM_MS = 250  # longer than a fire takes; a fire that failed is retried when its claim lapses
 BEAT_S = 0.25  # several beats a second: a beat missed now and then is no outage
 BATCH = 200
 REBUILD_CHECK_S = 1.0  # how often a web process checks that Redis still holds the deadlines

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
+import socket
 import threading
 import time
 import uuid
@@ -15,6 +17,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
 from matches import broadcast
+from realtime import database
 from realtime.database import in_database_threads
 from realtime.redis_clients import async_redis
 
@@ -156,8 +159,6 @@ def health_checks(monkeypatch):
     """Counts the health checks of the database threads' connections, on an injected clock."""
     from django.db import connections
 
-    from realtime import database
-
     now = [1_000.0]
     monkeypatch.setattr(database, "monotonic", lambda: now[0])
     checked = []
@@ -196,6 +197,26 @@ async def test_a_connection_used_within_the_trusted_spell_is_not_checked_again(
     now[0] += 5
     await in_database_threads(backend_pid)()
     assert len(checked) == 1
+
+
+@pytest.mark.parametrize("descriptor", [None, 1_500])  # a busy web process's pass 1,024
+def test_an_idle_socket_is_quiet_until_the_other_end_speaks(descriptor):
+    ours, server = socket.socketpair()
+    fd = ours.fileno() if descriptor is None else os.dup2(ours.fileno(), descriptor)
+
+    class Connection:
+        def fileno(self):
+            return fd
+
+    try:
+        assert database._nothing_to_read(Connection())
+        server.sendall(b"E")  # PostgreSQL's goodbye before it closes the socket
+        assert not database._nothing_to_read(Connection())
+    finally:
+        if descriptor is not None:
+            os.close(fd)
+        ours.close()
+        server.close()
 
 
 async def test_a_trusted_connection_the_server_ended_is_checked_and_replaced_unseen(
