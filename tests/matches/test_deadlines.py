@@ -200,14 +200,10 @@ async def test_a_poll_claims_what_is_due_so_another_poll_at_once_leaves_it(
 async def test_a_claim_whose_poller_died_is_taken_again_once_it_lapses(
     own_deadline_set, monkeypatch
 ):
-    monkeypatch.setattr(scheduler, "CLAIM_MS", 50)
+    monkeypatch.setattr(scheduler, "CLAIM_MS", 0)  # a claim that has lapsed by the next poll
     sync_redis().zadd(own_deadline_set, {"due": timekeeping.now_ms() - 1})
     assert (await scheduler.take_due())[1] == ["due"]  # and its taker dies before firing it
-    loop = asyncio.get_running_loop()
-    give_up_at = loop.time() + 5
-    while (await scheduler.take_due())[1] != ["due"]:
-        assert loop.time() < give_up_at, "the lapsed claim was never taken again"
-        await asyncio.sleep(0.01)
+    assert (await scheduler.take_due())[1] == ["due"]
 
 
 @pytest.mark.parametrize(
