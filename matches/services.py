@@ -1,9 +1,11 @@
 """The match service: the only writer of a match.
 
-Every change takes the match's row lock inside ``transaction.atomic`` (``select_for_update``;
-on SQLite the IMMEDIATE transaction serialises writers), asks the engine for the next state,
-appends the accepted events to the record, stores a snapshot and re-arms the deadline, all in
-one transaction. Broadcasts and task scheduling run after commit.
+Every change asks the engine for the next state, appends the accepted events to the record,
+stores a snapshot and re-arms the deadline, all or nothing: under the match's row lock inside
+``transaction.atomic`` (``select_for_update``; on SQLite the IMMEDIATE transaction serialises
+writers), or, for a player's move on PostgreSQL, read without the lock and written in one
+statement only if the match is unchanged since (see ``match_submit``). Broadcasts and task
+scheduling run after commit.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from functools import partial
 
 from celery import current_app
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone as dj_timezone
 
 import engine
@@ -131,34 +133,67 @@ def match_submit(
     authority before any lock was awaited). Raises CommandRejected, changing nothing, for an
     illegal command; a command whose ``cseq`` was already applied is acknowledged, not applied.
     A command that changes the match releases its pending ``arrival_token`` after commit, in
-    the same round trip as the rest (``Outcome.released``); otherwise the caller releases it."""
-    with transaction.atomic():
-        match = _locked(match_id)
-        state = match_state(match)
-        seat = _seat_of(match, user, state, command)
-        slot = 0 if match.mode == Match.Mode.HOTSEAT else seat
-        if cseq is not None and cseq <= _last_cseq(match, slot):
-            if cseq in match.recent_cseqs.get(str(slot), []):
-                return Outcome(seq=match.seq, duplicate=True)
-            raise CommandRejected(
-                "stale_cseq",
-                f"cseq {cseq} was not applied, and a later one was: send it with a new cseq",
-                last_cseq=_last_cseq(match, slot),
-            )
-        _check_start_allowed(match, state, seat, command)
-        if _clock_runs(match) and _web_gap_during_turn(state, arrival_ms):
-            _void_for_web_gap(match, state, arrival_ms)
-            return Outcome(seq=match.seq)
+    the same round trip as the rest (``Outcome.released``); otherwise the caller releases it.
+
+    Where the database can write a row only if it is unchanged (PostgreSQL), the match is
+    first read without its lock and the change written in one statement, conditional on no
+    change since: two statements and no transaction of ours. A change made meanwhile, or one
+    that needs more than that statement (the match ending, a timeout, a void), is done again
+    under the lock."""
+    submitted = partial(
+        _submit, match_id=match_id, user=user, command=command, arrival_ms=arrival_ms,
+        cseq=cseq, arrival_token=arrival_token,
+    )  # fmt: skip
+    if connection.vendor == "postgresql":
         try:
-            result = engine.apply(state, seat, command, arrival_ms)
-        except engine.IllegalCommand as exc:
-            raise CommandRejected(exc.code, exc.message, **exc.details) from None
-        if isinstance(result, engine.Flagged):
-            return _flagged(match, state, result, arrival_ms)
-        if cseq is not None:
-            _remember_cseq(match, slot, cseq)
-        _commit_change(match, result.state, result.events, arrival_ms, arrival_token)
-        return Outcome(seq=match.seq, released=arrival_token is not None)
+            return submitted(locked=False)
+        except (rows.Stale, _NeedsLock):
+            pass
+    with transaction.atomic():
+        return submitted(locked=True)
+
+
+class _NeedsLock(Exception):
+    """A change read without the lock that must be made under it; nothing was written."""
+
+
+def _submit(*, match_id, user, command, arrival_ms, cseq, arrival_token, locked) -> Outcome:
+    match = _read(match_id, lock=locked)
+    read_seq = None if locked else match.seq
+    state = match_state(match)
+    seat = _seat_of(match, user, state, command)
+    slot = 0 if match.mode == Match.Mode.HOTSEAT else seat
+    if cseq is not None and cseq <= _last_cseq(match, slot):
+        if cseq in match.recent_cseqs.get(str(slot), []):
+            return Outcome(seq=match.seq, duplicate=True)
+        raise CommandRejected(
+            "stale_cseq",
+            f"cseq {cseq} was not applied, and a later one was: send it with a new cseq",
+            last_cseq=_last_cseq(match, slot),
+        )
+    _check_start_allowed(match, state, seat, command)
+    if _clock_runs(match) and _web_gap_during_turn(state, arrival_ms):
+        _needs_lock(locked)
+        _void_for_web_gap(match, state, arrival_ms)
+        return Outcome(seq=match.seq)
+    try:
+        result = engine.apply(state, seat, command, arrival_ms)
+    except engine.IllegalCommand as exc:
+        raise CommandRejected(exc.code, exc.message, **exc.details) from None
+    if isinstance(result, engine.Flagged):
+        _needs_lock(locked)
+        return _flagged(match, state, result, arrival_ms)
+    if result.state.result is not None:
+        _needs_lock(locked)  # the record is folded and the ratings change with it
+    if cseq is not None:
+        _remember_cseq(match, slot, cseq)
+    _commit_change(match, result.state, result.events, arrival_ms, arrival_token, read_seq)
+    return Outcome(seq=match.seq, released=arrival_token is not None)
+
+
+def _needs_lock(locked: bool) -> None:
+    if not locked:
+        raise _NeedsLock
 
 
 def _flagged(match: Match, state, flagged: engine.Flagged, arrival_ms: int) -> Outcome:
@@ -176,10 +211,14 @@ def _flagged(match: Match, state, flagged: engine.Flagged, arrival_ms: int) -> O
 
 
 def _locked(match_id) -> Match:
-    """The match, its row locked, without the header: a move reads and writes only what does
-    not grow with the match (the header is loaded, by its own query, only when a round is
-    dealt or ends)."""
-    match = rows.locked(match_id)
+    return _read(match_id, lock=True)
+
+
+def _read(match_id, *, lock: bool) -> Match:
+    """The match without the header, its row locked when ``lock``: a move reads and writes only
+    what does not grow with the match (the header is loaded, by its own query, only when a
+    round is dealt or ends)."""
+    match = rows.read(match_id, lock=lock)
     if match is None:
         raise CommandRejected("no_such_match", "there is no such match")
     return match
@@ -441,10 +480,12 @@ def _commit_change(
     events: list[dict],
     now_ms: int,
     arrival_token: str | None = None,
+    read_seq: int | None = None,
 ) -> None:
     """Append the events, deal the next round when one ended, store everything, and after
     commit tell everyone and arm the deadline. The header is written only when it changes;
-    a save of a match whose header was not loaded leaves it alone."""
+    a save of a match whose header was not loaded leaves it alone. A match read without its
+    lock at ``read_seq`` is stored only if still there (else ``rows.Stale``)."""
     appended, round_no = [], state.round_no
     if state.result is not None:
         _fold_record(match, state, events)
@@ -460,7 +501,7 @@ def _commit_change(
     _store(match, state, now_ms)
     if state.result is not None and match.rated and state.result.reason != "void":
         rating_record_result(match=match)
-    rows.store(match, appended, round_no=round_no)
+    rows.store(match, appended, round_no=round_no, read_seq=read_seq)
     # Robust: the change is committed; a lost broadcast is repaired by the clients' resync.
     # A lambda, not a partial: Django names a failing robust callback by its __qualname__.
     transaction.on_commit(lambda: _after_commit(match, state, events, arrival_token), robust=True)

@@ -17,31 +17,33 @@ def event(seq: int, **data) -> dict:
     return {"seq": seq, "type": "test", **data}
 
 
-def test_the_locked_match_is_its_row_without_the_header_and_its_lock_is_taken(table):
+@pytest.mark.parametrize("lock", [True, False])
+def test_the_read_match_is_its_row_without_the_header_and_its_lock_is_taken_if_asked(table, lock):
     table.play_until(lambda state: state.seq >= 3)
     stored = Match.objects.get(pk=table.match.pk)
     with transaction.atomic(), CaptureQueriesContext(connection) as queries:
-        locked = rows.locked(str(table.match.pk))
-    assert locked.get_deferred_fields() == {"header"}
+        read = rows.read(str(table.match.pk), lock=lock)
+    assert read.get_deferred_fields() == {"header"}
     for field in Match._meta.concrete_fields:
         if field.name != "header":
-            assert getattr(locked, field.attname) == getattr(stored, field.attname), field.name
+            assert getattr(read, field.attname) == getattr(stored, field.attname), field.name
     (query,) = queries.captured_queries
-    assert query["sql"].endswith("FOR UPDATE") == connection.features.has_select_for_update
-    assert locked.record == stored.record  # the header still loads when asked for
+    locking = lock and connection.features.has_select_for_update
+    assert query["sql"].endswith("FOR UPDATE") == locking
+    assert read.record == stored.record  # the header still loads when asked for
 
 
 @pytest.mark.parametrize("match_id", ["", None, 7, ["x"], "'; DROP TABLE matches_match; --"])
 def test_a_malformed_id_locks_nothing(table, match_id):
     with transaction.atomic():
-        assert rows.locked(match_id) is None
+        assert rows.read(match_id, lock=True) is None
     assert Match.objects.filter(pk=table.match.pk).exists()
 
 
 def test_a_stored_match_reads_back_field_for_field_and_its_header_is_left_alone(table):
     header_before = Match.objects.get(pk=table.match.pk).header
     with transaction.atomic():
-        match = rows.locked(table.match.pk)
+        match = rows.read(table.match.pk, lock=True)
         match.seq += 2
         match.snapshot = b"\x00\xffsnapshot"
         match.balances = [140, 160]
@@ -66,7 +68,7 @@ def test_a_stored_match_reads_back_field_for_field_and_its_header_is_left_alone(
 
 def test_a_loaded_header_is_written_with_the_row(table):
     with transaction.atomic():
-        match = rows.locked(table.match.pk)
+        match = rows.read(table.match.pk, lock=True)
         match.header = {**match.header, "note": "changed"}
         rows.store(match, [], round_no=1)
     assert Match.objects.get(pk=table.match.pk).header["note"] == "changed"
@@ -74,7 +76,7 @@ def test_a_loaded_header_is_written_with_the_row(table):
 
 def test_the_row_and_its_events_are_one_statement_on_postgresql(table):
     with transaction.atomic():
-        match = rows.locked(table.match.pk)
+        match = rows.read(table.match.pk, lock=True)
         match.seq += 1
         with CaptureQueriesContext(connection) as queries:
             rows.store(match, [event(match.seq)], round_no=1)
@@ -87,7 +89,7 @@ def test_an_event_whose_seq_is_taken_changes_nothing(table):
     events_before = list(MatchEvent.objects.filter(match=before).values_list("seq", "data"))
     taken = events_before[-1][0]
     with pytest.raises(IntegrityError), transaction.atomic():
-        match = rows.locked(table.match.pk)
+        match = rows.read(table.match.pk, lock=True)
         match.seq += 1
         match.balances = [0, 300]
         rows.store(match, [event(match.seq), event(taken)], round_no=1)
@@ -98,7 +100,7 @@ def test_an_event_whose_seq_is_taken_changes_nothing(table):
 
 def test_storing_a_match_whose_row_is_gone_raises(table):
     with transaction.atomic():
-        match = rows.locked(table.match.pk)
+        match = rows.read(table.match.pk, lock=True)
     Match.objects.filter(pk=table.match.pk).delete()
     match.seq += 1
     with pytest.raises(DatabaseError, match="no row"), transaction.atomic():
@@ -110,7 +112,7 @@ def test_storing_a_match_whose_row_is_gone_raises(table):
 def test_outside_a_transaction_a_row_refused_leaves_no_events_behind(table):
     before = Match.objects.get(pk=table.match.pk)
     with transaction.atomic():
-        match = rows.locked(table.match.pk)
+        match = rows.read(table.match.pk, lock=True)
     match.seq += 1
     match.round_count = -1  # the database's own check refuses the row, after the events
     with pytest.raises(IntegrityError):  # autocommit: nothing holds the statements together
@@ -118,3 +120,52 @@ def test_outside_a_transaction_a_row_refused_leaves_no_events_behind(table):
     after = Match.objects.get(pk=table.match.pk)
     assert (after.seq, after.round_count) == (before.seq, before.round_count)
     assert not MatchEvent.objects.filter(match=after, seq=match.seq).exists()
+
+
+def changed_elsewhere(match_id) -> None:
+    """Another command's change, committed between a read and its write."""
+    match = rows.read(match_id, lock=True)
+    match.seq += 1
+    rows.store(match, [event(match.seq, by="elsewhere")], round_no=1)
+
+
+@pytest.mark.parametrize("new_events", [0, 2])
+def test_a_write_conditional_on_a_seq_since_changed_is_refused_and_writes_nothing(
+    table, new_events
+):
+    match = rows.read(table.match.pk, lock=False)
+    read_seq = match.seq
+    changed_elsewhere(table.match.pk)
+    between = Match.objects.get(pk=table.match.pk)
+    events_between = list(MatchEvent.objects.filter(match=between).values_list("seq", "data"))
+    match.seq += new_events
+    match.balances = [0, 300]
+    new = [event(read_seq + n + 1, by="stale") for n in range(new_events)]
+    with pytest.raises(rows.Stale):
+        rows.store(match, new, round_no=1, read_seq=read_seq)
+    after = Match.objects.get(pk=table.match.pk)
+    assert (after.seq, after.balances) == (between.seq, between.balances)
+    assert list(MatchEvent.objects.filter(match=after).values_list("seq", "data")) == (
+        events_between
+    )
+
+
+def test_a_write_conditional_on_the_seq_still_there_is_made(table):
+    match = rows.read(table.match.pk, lock=False)
+    read_seq = match.seq
+    match.seq += 1
+    match.balances = [10, 290]
+    rows.store(match, [event(match.seq, n=1)], round_no=1, read_seq=read_seq)
+    after = Match.objects.get(pk=table.match.pk)
+    assert (after.seq, after.balances) == (read_seq + 1, [10, 290])
+    assert MatchEvent.objects.get(match=after, seq=after.seq).data == event(after.seq, n=1)
+
+
+def test_a_conditional_write_of_a_match_that_is_gone_says_so(table):
+    match = rows.read(table.match.pk, lock=False)
+    read_seq = match.seq
+    Match.objects.filter(pk=table.match.pk).delete()
+    match.seq += 1
+    with pytest.raises(DatabaseError, match="no row") as raised:
+        rows.store(match, [event(match.seq)], round_no=1, read_seq=read_seq)
+    assert not isinstance(raised.value, rows.Stale)
