@@ -33,7 +33,7 @@ import random
 import sys
 import tempfile
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -65,6 +65,20 @@ def percentiles(samples: list[float]) -> dict:
     ordered = sorted(samples)
     pick = lambda q: round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)  # noqa: E731
     return {"p50": pick(0.50), "p99": pick(0.99), "n": len(ordered)}
+
+
+def by_second(timed: list[tuple[float, float]]) -> list[dict]:
+    """Each second of the measured window: how many samples, their p50 and their max (a stall
+    of the whole site shows as a second whose p50 jumps, one slow command as a max)."""
+    if not timed:
+        return []
+    start, seconds = min(at for at, _ in timed), defaultdict(list)
+    for at, ms in timed:
+        seconds[int(at - start)].append(ms)
+    return [
+        {"s": second, **percentiles(samples), "max": round(max(samples), 2)}
+        for second, samples in sorted(seconds.items())
+    ]
 
 
 def wall_ms() -> float:
@@ -129,7 +143,7 @@ class Stats:
     once, nor the last, when every match still live resigns at once, are a steady state."""
 
     def __init__(self):
-        self.samples = {"ack": [], "broadcast": [], "forfeit": []}
+        self.samples = {"ack": [], "ack_at": [], "broadcast": [], "forfeit": []}
         self.early = self.n = 0
         self.errors = Counter()
         self.measure_from = self.measure_until = float("inf")
@@ -152,6 +166,7 @@ class Stats:
         self.n += 1
         if reply["type"] == "ack":
             self.samples["ack"].append(ms)
+            self.samples["ack_at"].append((time.time(), ms))
         else:
             self.errors[reply["code"]] += 1
 
@@ -163,7 +178,7 @@ async def _play_seat(seat: Seat, client, rng, loop, end, stats) -> None:
     from clients.match_client import choose
     from engine import contribution
 
-    pinger = asyncio.create_task(_ping(client))
+    pinger = asyncio.create_task(_ping(client, first_after_s=rng.uniform(0, PING_S)))
     silent_at = None if seat.silent_after_s is None else loop.time() + seat.silent_after_s
     acted_at, applied_at = None, 0  # the state this seat acted on; the seq its last ack named
     try:
@@ -218,10 +233,14 @@ async def _until(client, loop, end) -> None:
         pass
 
 
-async def _ping(client) -> None:
+async def _ping(client, first_after_s: float, every_s: float = PING_S) -> None:
+    """Every ``every_s``, from a moment of its own: people's browsers connect at different
+    moments, so their pings are not in step (with every bot pinging at once, the runs measured
+    that burst every 5 s instead)."""
+    await asyncio.sleep(first_after_s)
     while True:
-        await asyncio.sleep(PING_S)
         await client.send({"type": "ping", "t": wall_ms()})
+        await asyncio.sleep(every_s)
 
 
 # --- the echo probes ---------------------------------------------------------------------------
@@ -481,7 +500,10 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
     after, elapsed = cpu_seconds(pids), time.monotonic() - started
     for bot in bots:
         bot.join(timeout=args.seconds + 120)  # (the warm-up is over)
-    merged = {"ack": [], "broadcast": [], "forfeit": [], "early": 0, "errors": Counter(), "n": 0}
+    merged = {
+        "ack": [], "ack_at": [], "broadcast": [], "forfeit": [], "early": 0, "errors": Counter(),
+        "n": 0,
+    }  # fmt: skip
     for out in outputs:
         part = json.loads(out.read_text()) if out.exists() else {"errors": {"bot died": 1}}
         for key in ("ack", "broadcast", "forfeit"):
@@ -489,6 +511,7 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
         merged["early"] += part.get("early", 0)
         merged["n"] += part.get("n", 0)
         merged["errors"].update(part.get("errors", {}))
+        merged["ack_at"] += part.get("ack_at", [])
     forfeits = percentiles(merged["forfeit"])
     profile = None
     if sampler is not None:
@@ -502,6 +525,7 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
         "commands": merged["n"],
         "commands_per_s": round(merged["n"] / args.seconds, 1),
         "ack_ms": percentiles(merged["ack"]),
+        "ack_ms_by_second": by_second(merged["ack_at"]),
         "broadcast_ms": percentiles(merged["broadcast"]),
         "echo_layer_ms": _echo_figures(layer),
         "echo_bare_ms": _echo_figures(bare),

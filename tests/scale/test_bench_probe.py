@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from benchmarks.live_bench import Stats, echo_probe
+from benchmarks.live_bench import Stats, _ping, by_second, echo_probe
 from scripts.proc import free_port
 
 PROBE_S = 1.0
@@ -50,3 +50,34 @@ async def test_the_bots_count_only_what_happens_inside_the_measured_window():
     counted = stats.as_dict()
     assert (counted["ack"], counted["broadcast"], counted["forfeit"]) == ([2.0], [], [])
     assert (counted["n"], counted["errors"], counted["early"]) == (1, {"busy": 1}, 0)
+
+
+def test_each_second_of_the_run_gets_its_count_median_and_worst():
+    start = 1_800_000_000.0
+    timed = [(start + 0.1, 10.0), (start + 0.9, 30.0), (start + 0.5, 20.0), (start + 2.2, 400.0)]
+    assert by_second(timed) == [
+        {"s": 0, "p50": 20.0, "p99": 30.0, "n": 3, "max": 30.0},
+        {"s": 2, "p50": 400.0, "p99": 400.0, "n": 1, "max": 400.0},
+    ]
+    assert by_second([]) == []
+
+
+class _Recorder:
+    def __init__(self, loop):
+        self.loop, self.sent_at = loop, []
+
+    async def send(self, message):
+        assert message["type"] == "ping"
+        self.sent_at.append(self.loop.time())
+
+
+async def test_a_bot_pings_first_at_its_own_moment_then_every_ping_period():
+    loop = asyncio.get_running_loop()
+    client, started = _Recorder(loop), loop.time()
+    pinger = asyncio.create_task(_ping(client, first_after_s=0.05, every_s=0.1))
+    while len(client.sent_at) < 3:
+        await asyncio.sleep(0.01)
+    pinger.cancel()
+    first, second, third = client.sent_at[:3]
+    assert 0.05 <= first - started < 0.1  # not at once, and not a whole period late
+    assert second - first >= 0.1 and third - second >= 0.1
