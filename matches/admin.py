@@ -29,6 +29,11 @@ class MatchAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         return False  # matches are made by the lobby, never by hand
 
+    def has_change_permission(self, request, obj=None):
+        # Viewed, never saved: a save writes the whole row as the form read it, over any move
+        # made meanwhile (matches/services.py is the only writer of a match).
+        return False
+
 
 @admin.register(TimingFault)
 class TimingFaultAdmin(admin.ModelAdmin):
