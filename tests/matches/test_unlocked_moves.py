@@ -15,6 +15,7 @@ from django.test.utils import CaptureQueriesContext
 import engine
 from matches import rows, services
 from matches.models import Match, MatchEvent
+from matches.selectors import match_state
 from tests.support.dealing import contribution
 
 postgresql_only = pytest.mark.skipif(
@@ -109,3 +110,83 @@ def test_a_move_read_before_a_resignation_commits_does_not_bring_the_match_back(
         decider, "resign", Match.Status.FINISHED,
     )  # fmt: skip
     assert not MatchEvent.objects.filter(match_id=match_id).exists()  # folded into the record
+
+
+class _Clock:
+    """The authority's time, shared by the players' threads: every command a little later."""
+
+    def __init__(self, start_ms: int):
+        self.ms, self.lock = start_ms, threading.Lock()
+
+    def tick(self) -> int:
+        with self.lock:
+            self.ms += 50
+            return self.ms
+
+
+def _play_seat(match_id, seat: int, user, clock: _Clock, outcomes: list) -> None:
+    """One player as fast as the service answers: contribute, press Start, decide; every
+    command sent twice (the second is a resend of the same cseq), and a command out of turn
+    now and then. Until the match is over. (A whole match made here saw about 7 of its ~500
+    unlocked writes find the match changed since their read, and made them again.)"""
+    rng, bot, cseq = random.Random(seat), engine.GreedyBot(), 0
+    try:
+        for _ in range(20_000):
+            state = match_state(Match.objects.get(pk=match_id))
+            if state.result is not None:
+                return
+            if state.phase == engine.DEALING:
+                if not engine.may_contribute(state, seat):
+                    continue
+                command = contribution(seat, state.round_no)
+            elif engine.starter(state) is not None:
+                if engine.starter(state) != seat:
+                    continue
+                command = {"type": "start"}
+            elif state.decider == seat or rng.random() < 0.05:
+                command = bot.choose(state, state.decider, rng)
+            else:
+                continue
+            cseq += 1
+            for _resend in range(2):
+                try:
+                    outcomes.append(services.match_submit(
+                        match_id=match_id, user=user, command=command,
+                        arrival_ms=clock.tick(), cseq=cseq,
+                    ))  # fmt: skip
+                except services.CommandRejected as refused:
+                    outcomes.append(refused.code)
+                    break
+    except Exception as failure:  # noqa: BLE001 - the test reports it
+        outcomes.append(failure)
+    finally:
+        connections.close_all()
+
+
+@postgresql_only
+@pytest.mark.django_db(transaction=True)
+def test_two_players_sending_at_once_and_twice_play_a_whole_match_that_replays(dealing_table):
+    table = dealing_table
+    clock, outcomes = _Clock(table.now), {0: [], 1: []}
+    players = [
+        threading.Thread(
+            target=_play_seat,
+            args=(table.match.pk, seat, table.users[seat], clock, outcomes[seat]),
+        )
+        for seat in (0, 1)
+    ]
+    for player in players:
+        player.start()
+    for player in players:
+        player.join(timeout=300)
+    assert not any(player.is_alive() for player in players)
+    failures = [o for seat in (0, 1) for o in outcomes[seat] if isinstance(o, Exception)]
+    assert failures == []
+    table.match.refresh_from_db()
+    assert table.match.status == Match.Status.FINISHED, table.match.status
+    events = [e for r in table.match.record["rounds"] for e in r["events"]]
+    assert [e["seq"] for e in events] == list(range(1, table.match.seq + 1))
+    applied = [o for seat in (0, 1) for o in outcomes[seat] if isinstance(o, services.Outcome)]
+    resent = [o for o in applied if o.duplicate]
+    assert resent and len(applied) - len(resent) >= table.match.round_count * 3
+    # The autouse audit replays the finished record through the rules.
