@@ -43,8 +43,10 @@ def store(match: Match, events: list[dict], *, round_no: int, read_seq: int | No
     """Write the match's loaded columns and append ``events`` (of round ``round_no``): one
     statement on PostgreSQL, so the row and its events are never written apart. With
     ``read_seq``, only if the row's seq is still that (else ``Stale``): a match read without
-    its lock is written only if nothing changed it since. Raises DatabaseError when the row is
-    gone, IntegrityError when an event's seq is taken."""
+    its lock is written only if nothing changed it since (under READ COMMITTED, Django's and
+    PostgreSQL's default: a write that waited for another's row lock sees that one's new seq
+    and updates nothing). Raises DatabaseError when the row is gone, IntegrityError when an
+    event's seq is taken."""
     alias = connection.alias
     header_unloaded = UNLOADED in match.get_deferred_fields()
     fields = _stored_fields(alias, header_unloaded)

@@ -137,9 +137,9 @@ def match_submit(
 
     Where the database can write a row only if it is unchanged (PostgreSQL), the match is
     first read without its lock and the change written in one statement, conditional on no
-    change since: two statements and no transaction of ours. A change made meanwhile, or one
-    that needs more than that statement (the match ending, a timeout, a void), is done again
-    under the lock."""
+    change since: two statements and no transaction of ours. A change made meanwhile, one
+    that needs more than that statement (the match ending, a timeout, a void), and a refusal
+    are done again under the lock."""
     submitted = partial(
         _submit, match_id=match_id, user=user, command=command, arrival_ms=arrival_ms,
         cseq=cseq, arrival_token=arrival_token,
@@ -147,7 +147,10 @@ def match_submit(
     if connection.vendor == "postgresql":
         try:
             return submitted(locked=False)
-        except (rows.Stale, _NeedsLock):
+        except (rows.Stale, _NeedsLock, CommandRejected):
+            # A refusal is judged again under the lock too: the read may predate a change
+            # being committed, after which the command is legal (as it was before moves were
+            # made without the lock).
             pass
     with transaction.atomic():
         return submitted(locked=True)

@@ -109,17 +109,24 @@ def test_storing_a_match_whose_row_is_gone_raises(table):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_outside_a_transaction_a_row_refused_leaves_no_events_behind(table):
+@pytest.mark.parametrize("refused", ["row", "event"])
+def test_outside_a_transaction_a_refused_row_or_event_leaves_nothing_written(table, refused):
     before = Match.objects.get(pk=table.match.pk)
-    with transaction.atomic():
-        match = rows.read(table.match.pk, lock=True)
+    events_before = list(MatchEvent.objects.filter(match=before).values_list("seq", "data"))
+    match = rows.read(table.match.pk, lock=False)
     match.seq += 1
-    match.round_count = -1  # the database's own check refuses the row, after the events
-    with pytest.raises(IntegrityError):  # autocommit: nothing holds the statements together
-        rows.store(match, [event(match.seq)], round_no=1)
+    new = [event(match.seq)]
+    if refused == "row":
+        match.round_count = -1  # the database's own check refuses the row
+    else:
+        new.append(event(events_before[-1][0]))  # a taken seq: refused after the row's write
+    with pytest.raises(IntegrityError):  # autocommit: nothing of the caller's holds them
+        rows.store(match, new, round_no=1)
     after = Match.objects.get(pk=table.match.pk)
     assert (after.seq, after.round_count) == (before.seq, before.round_count)
-    assert not MatchEvent.objects.filter(match=after, seq=match.seq).exists()
+    assert list(MatchEvent.objects.filter(match=after).values_list("seq", "data")) == (
+        events_before
+    )
 
 
 def changed_elsewhere(match_id) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 
 import pytest
 from django.db import connection, connections
@@ -130,8 +131,9 @@ def _play_seat(match_id, seat: int, user, clock: _Clock, outcomes: list) -> None
     now and then. Until the match is over. (A whole match made here saw about 7 of its ~500
     unlocked writes find the match changed since their read, and made them again.)"""
     rng, bot, cseq = random.Random(seat), engine.GreedyBot(), 0
+    give_up_at = time.monotonic() + 240
     try:
-        for _ in range(20_000):
+        while time.monotonic() < give_up_at:
             state = match_state(Match.objects.get(pk=match_id))
             if state.result is not None:
                 return
@@ -157,6 +159,7 @@ def _play_seat(match_id, seat: int, user, clock: _Clock, outcomes: list) -> None
                 except services.CommandRejected as refused:
                     outcomes.append(refused.code)
                     break
+        outcomes.append(TimeoutError(f"seat {seat}: the match was not over in time"))
     except Exception as failure:  # noqa: BLE001 - the test reports it
         outcomes.append(failure)
     finally:
@@ -165,9 +168,21 @@ def _play_seat(match_id, seat: int, user, clock: _Clock, outcomes: list) -> None
 
 @postgresql_only
 @pytest.mark.django_db(transaction=True)
-def test_two_players_sending_at_once_and_twice_play_a_whole_match_that_replays(dealing_table):
+def test_two_players_sending_at_once_and_twice_play_a_whole_match_that_replays(
+    dealing_table, monkeypatch
+):
     table = dealing_table
-    clock, outcomes = _Clock(table.now), {0: [], 1: []}
+    clock, outcomes, stale = _Clock(table.now), {0: [], 1: []}, []
+    real_store = rows.store
+
+    def counted_store(*args, **kwargs):
+        try:
+            return real_store(*args, **kwargs)
+        except rows.Stale as found:
+            stale.append(found)
+            raise
+
+    monkeypatch.setattr(rows, "store", counted_store)
     players = [
         threading.Thread(
             target=_play_seat,
@@ -189,4 +204,5 @@ def test_two_players_sending_at_once_and_twice_play_a_whole_match_that_replays(d
     applied = [o for seat in (0, 1) for o in outcomes[seat] if isinstance(o, services.Outcome)]
     resent = [o for o in applied if o.duplicate]
     assert resent and len(applied) - len(resent) >= table.match.round_count * 3
+    assert stale  # some writes met the other player's change, and were made again
     # The autouse audit replays the finished record through the rules.
