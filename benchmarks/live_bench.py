@@ -45,6 +45,7 @@ PACE_S = (2.0, 4.0)
 PING_S = 5.0
 ECHO_TIMEOUT_S = 10.0
 CONNECT_BATCH = 100  # sockets opened at once while a run ramps up
+GO_TIMEOUT_S = 300  # for every bot process to open its sockets
 FORFEIT_CLOCK = {"bank_ms": 5_000, "delay_ms": 5_000}  # a silent player loses within 10 s
 
 
@@ -85,13 +86,14 @@ def wall_ms() -> float:
     return time.time() * 1000
 
 
-def bot_process(seats: list[dict], url: str, window: tuple, seed: int, out: str, ready) -> None:
-    """Play ``seats`` once all are connected (then ``ready`` is set) for the ``window`` of
-    (warm-up, measured) seconds; write what was measured after the warm-up to ``out``."""
-    asyncio.run(_play_all([Seat(**seat) for seat in seats], url, window, seed, out, ready))
+def bot_process(seats: list[dict], url: str, window: tuple, seed: int, out: str, ready, go) -> None:
+    """Connect ``seats`` (then set ``ready``), and once every bot process is connected (``go``)
+    play them for the ``window`` of (warm-up, measured) seconds; write what was measured after
+    the warm-up to ``out``."""
+    asyncio.run(_play_all([Seat(**seat) for seat in seats], url, window, seed, out, ready, go))
 
 
-async def _play_all(seats: list[Seat], url: str, window: tuple, seed: int, out: str, ready):
+async def _play_all(seats: list[Seat], url: str, window: tuple, seed: int, out: str, ready, go):
     from clients.match_client import MatchClient
 
     stats = Stats()
@@ -130,11 +132,22 @@ async def _play_all(seats: list[Seat], url: str, window: tuple, seed: int, out: 
     ready.set()
     rng = random.Random(seed)
     loop = asyncio.get_running_loop()
-    warmup, seconds = window
-    stats.measure_from = loop.time() + warmup
-    end = stats.measure_until = stats.measure_from + seconds
+    end = await open_window(stats, go, window)
     await asyncio.gather(*(_play_seat(s, c, rng, loop, end, stats) for s, c in clients))
     Path(out).write_text(json.dumps(stats.as_dict()))
+
+
+async def open_window(stats: Stats, go, window: tuple) -> float:
+    """Wait for ``go`` (set once every bot process is connected), then open the measured window
+    of (warm-up, measured) seconds; returns its end, in loop time. One signal for every process:
+    a window timed from each process's own readiness ended seconds apart, and the matches that
+    the early processes resigned at their end were measured as broadcasts by the late ones."""
+    if not await asyncio.to_thread(go.wait, GO_TIMEOUT_S):
+        raise TimeoutError(f"the other bot processes were not connected in {GO_TIMEOUT_S} s")
+    warmup, seconds = window
+    stats.measure_from = asyncio.get_running_loop().time() + warmup
+    stats.measure_until = stats.measure_from + seconds
+    return stats.measure_until
 
 
 class Stats:
@@ -465,6 +478,7 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
     outputs = [Path(stack.run_dir) / f"bots-{run}-{n}.json" for n in range(args.bots)]
     context = multiprocessing.get_context("spawn")
     readies = [context.Event() for _ in shares]
+    go = context.Event()
     bots = [
         context.Process(
             target=bot_process,
@@ -475,6 +489,7 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
                 args.seed + n,
                 str(out),
                 readies[n],
+                go,
             ),
         )  # fmt: skip
         for n, (share, out) in enumerate(zip(shares, outputs, strict=True))
@@ -482,7 +497,8 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
     for bot in bots:
         bot.start()
     for ready in readies:  # every socket open: the warm-up starts, then the measured window
-        ready.wait(timeout=300)
+        ready.wait(timeout=GO_TIMEOUT_S)
+    go.set()
     time.sleep(args.warmup)
     pids = {**stack.pids(), **{f"bots-{n}": bot.pid for n, bot in enumerate(bots)}}
     raw_profile = Path(stack.run_dir) / f"profile-{run}.txt"

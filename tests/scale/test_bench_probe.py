@@ -6,8 +6,11 @@ the bots' figures cover the measured window only."""
 from __future__ import annotations
 
 import asyncio
+import threading
 
-from benchmarks.live_bench import Stats, _ping, by_second, echo_probe
+import pytest
+
+from benchmarks.live_bench import Stats, _ping, by_second, echo_probe, open_window
 from scripts.proc import free_port
 
 PROBE_S = 1.0
@@ -50,6 +53,23 @@ async def test_the_bots_count_only_what_happens_inside_the_measured_window():
     counted = stats.as_dict()
     assert (counted["ack"], counted["broadcast"], counted["forfeit"]) == ([2.0], [], [])
     assert (counted["n"], counted["errors"], counted["early"]) == (1, {"busy": 1}, 0)
+
+
+async def test_every_bot_process_opens_its_window_on_the_one_go_signal():
+    # Each process timed its window from its own readiness: one ended seconds before another,
+    # and the late one measured the early one's closing resignations as slow broadcasts.
+    go, stats = threading.Event(), Stats()
+    loop = asyncio.get_running_loop()
+    timer = threading.Timer(0.3, go.set)
+    waited_from = loop.time()
+    timer.start()
+    end = await open_window(stats, go, (2.0, 10.0))
+    assert go.is_set() and loop.time() - waited_from >= 0.3
+    assert (stats.measure_from - loop.time(), end) == (
+        pytest.approx(2.0, abs=0.2),
+        stats.measure_from + 10.0,
+    )
+    assert not stats.measuring()  # the warm-up is not measured
 
 
 def test_each_second_of_the_run_gets_its_count_median_and_worst():
