@@ -19,6 +19,8 @@ CHANNEL_LAYER_SOCKET_TIMEOUT_S = 10.0
 # redis-py's default of 100 raises (and the broadcast is lost) when a burst of moves sends at
 # once: the core layer holds a connection for three round trips per group send.
 CHANNEL_LAYER_MAX_CONNECTIONS = 1000
+# Connections of each web process to Redis for the pub/sub layer (see redis_channel_layers).
+PUBSUB_SHARDS = 16
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -87,24 +89,30 @@ CHANNEL_LAYER_BACKENDS = {
 }
 
 
-def redis_channel_layers(redis_url: str, kind: str = "pubsub") -> dict:
+def redis_channel_layers(redis_url: str, kind: str = "pubsub", shards: int = PUBSUB_SHARDS) -> dict:
     """CHANNEL_LAYERS for channels-redis on one Redis, with short socket timeouts. ``kind``:
     ``pubsub`` (Redis PUBLISH, the default: one command a message, and faster in every
-    measurement of docs/benchmarks.md) or ``core`` (lists and sorted sets)."""
+    measurement of docs/benchmarks.md) or ``core`` (lists and sorted sets).
+
+    The pub/sub layer gets ``shards`` connections to the same Redis, each with its channels
+    and groups (by a hash of the name). A shard publishes one message at a time, each waiting
+    for its round trip, and reads one message per turn of the event loop: one shard held a
+    loaded process to a few hundred broadcasts a second, seconds behind its acks."""
     if kind not in CHANNEL_LAYER_BACKENDS:
         raise ImproperlyConfigured(f"CHANNEL_LAYER is one of {sorted(CHANNEL_LAYER_BACKENDS)}")
+    if shards < 1:
+        raise ImproperlyConfigured("CHANNEL_LAYER_SHARDS is a whole number of at least 1")
+    host = {
+        "address": redis_url,
+        "socket_timeout": CHANNEL_LAYER_SOCKET_TIMEOUT_S,
+        "socket_connect_timeout": REDIS_SOCKET_TIMEOUT_S,
+        "max_connections": CHANNEL_LAYER_MAX_CONNECTIONS,
+    }
     return {
         "default": {
             "BACKEND": CHANNEL_LAYER_BACKENDS[kind],
             "CONFIG": {
-                "hosts": [
-                    {
-                        "address": redis_url,
-                        "socket_timeout": CHANNEL_LAYER_SOCKET_TIMEOUT_S,
-                        "socket_connect_timeout": REDIS_SOCKET_TIMEOUT_S,
-                        "max_connections": CHANNEL_LAYER_MAX_CONNECTIONS,
-                    }
-                ],
+                "hosts": [dict(host) for _ in range(shards if kind == "pubsub" else 1)],
                 "prefix": "sbo:asgi",
             },
         }

@@ -5,6 +5,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import (
+    PUBSUB_SHARDS,
     REDIS_SOCKET_TIMEOUT_S,
     database_config,
     env_bool,
@@ -110,7 +111,11 @@ AUTH_PASSWORD_VALIDATORS = [
 # --- Redis: channel layer, cache, Celery ----------------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 
-CHANNEL_LAYERS = redis_channel_layers(REDIS_URL, env_str("CHANNEL_LAYER", "pubsub"))
+CHANNEL_LAYERS = redis_channel_layers(
+    REDIS_URL,
+    env_str("CHANNEL_LAYER", "pubsub"),
+    shards=env_int("CHANNEL_LAYER_SHARDS", PUBSUB_SHARDS),
+)
 
 CACHES = {
     "default": {
