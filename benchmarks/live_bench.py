@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from benchmarks import profiles
+from config.env import PUBSUB_SHARDS
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "live.json"
@@ -307,7 +308,7 @@ async def _echo_of(ws, sent_t: float) -> None:
 class Stack:
     """The processes of `make run` (and a bare echo), started for the benchmark."""
 
-    def __init__(self, run_dir: Path, *, web: int, layer: str):
+    def __init__(self, run_dir: Path, *, web: int, layer: str, shards: int):
         from scripts.devserver import prepare_environment
         from scripts.proc import Supervisor, free_port
 
@@ -319,6 +320,7 @@ class Stack:
         env.update(
             WEB_PROCESSES=str(web),
             CHANNEL_LAYER=layer,
+            CHANNEL_LAYER_SHARDS=str(shards),
             # Every bot connects from 127.0.0.1: the per-address cap is for the internet.
             WS_MAX_CONNECTIONS_PER_ADDRESS="1000000",
             DATABASE_URL=os.environ.get("DATABASE_URL") or f"sqlite:///{run_dir / 'bench.sqlite3'}",
@@ -414,7 +416,16 @@ def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
 
 def setup_django(env: dict[str, str]) -> None:
     os.environ.update(
-        {k: env[k] for k in ("DATABASE_URL", "REDIS_URL", "SECRET_KEY", "CHANNEL_LAYER")}
+        {
+            k: env[k]
+            for k in (
+                "DATABASE_URL",
+                "REDIS_URL",
+                "SECRET_KEY",
+                "CHANNEL_LAYER",
+                "CHANNEL_LAYER_SHARDS",
+            )
+        }
     )
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     import django
@@ -573,6 +584,9 @@ def main(argv=None) -> int:
     parser.add_argument("--web", type=int, default=os.cpu_count() or 1, help="web processes")
     parser.add_argument("--bots", type=int, default=2, help="bot processes")
     parser.add_argument("--layer", choices=("core", "pubsub"), default="pubsub")
+    parser.add_argument(
+        "--shards", type=int, default=PUBSUB_SHARDS, help="the pub/sub layer's connections"
+    )
     parser.add_argument("--forfeits", type=float, default=0.25, help="share of matches")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--out", default=str(RESULTS))
@@ -583,7 +597,7 @@ def main(argv=None) -> int:
     if "postgres" in (os.environ.get("DATABASE_URL") or ""):
         os.environ["DATABASE_URL"] = fresh_postgres_database(os.environ["DATABASE_URL"])
     with tempfile.TemporaryDirectory(prefix="bench-live-") as run_dir:
-        stack = Stack(Path(run_dir), web=args.web, layer=args.layer)
+        stack = Stack(Path(run_dir), web=args.web, layer=args.layer, shards=args.shards)
         try:
             stack.start()
             setup_django(stack.env)
@@ -600,6 +614,7 @@ def main(argv=None) -> int:
         "database": database,
         "web_processes": args.web,
         "channel_layer": args.layer,
+        "channel_layer_shards": args.shards if args.layer == "pubsub" else 1,
         "cores": os.cpu_count(),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "runs": runs,

@@ -123,6 +123,7 @@ def _describe(runs_set: dict) -> str:
     return (
         f"{runs_set['database']}, {runs_set['web_processes']} web processes, "
         f"{runs_set['channel_layer']} layer"
+        + (f", {shards} shards" if (shards := runs_set.get("channel_layer_shards", 1)) > 1 else "")
     )
 
 

@@ -54,12 +54,24 @@ def wait_for_seq(page: Page, seq: int) -> None:
     expect(page.locator("body")).to_have_attribute("data-seq", str(seq))
 
 
-def wait_for_change(match_id, seq: int) -> None:
-    wait_until(
-        lambda: Match.objects.get(pk=match_id).seq != seq,
-        15,
-        message="the server to apply the command",
-    )
+def wait_for_change(match_id, seq: int, page: Page | None = None) -> None:
+    """Until the match has moved past ``seq``; on a timeout, what ``page`` showed says why
+    (its connection's state and the error it was sent, if any)."""
+    try:
+        wait_until(
+            lambda: Match.objects.get(pk=match_id).seq != seq,
+            15,
+            message="the server to apply the command",
+        )
+    except TimeoutError as timeout:
+        if page is None:
+            raise
+        conn = page.locator("#conn").get_attribute("data-state")
+        error = page.locator("#error").text_content()
+        shown = page.locator("body").get_attribute("data-seq")
+        raise TimeoutError(
+            f"{timeout}; the page showed seq {shown}, connection {conn!r}, error {error!r}"
+        ) from timeout
 
 
 def choose_play(state: engine.MatchState, seat: int, *, best: bool):

@@ -94,7 +94,7 @@ def test_pass_and_play_hands_the_device_to_the_jockey_after_a_forced_waive_at_st
     page.goto(f"{servers.url}/match/{match.id}/")
     wait_for_seq(page, match.seq)
     page.locator("#start").click()  # seat 1, the jockey's opponent, presses Start
-    wait_for_change(match.id, match.seq)
+    wait_for_change(match.id, match.seq, page)
     match, state = current(match.id)
     wait_for_seq(page, match.seq)
     assert (state.phase, state.decider) == ("handover", 0)
@@ -103,7 +103,7 @@ def test_pass_and_play_hands_the_device_to_the_jockey_after_a_forced_waive_at_st
     expect(page.locator("#hand .hand-tile")).to_have_count(0)  # the jockey's tiles stay hidden
     assert state.deadline_ms is None  # and the jockey's clock stands
     page.get_by_role("button", name="Reveal my tiles").click()
-    wait_for_change(match.id, match.seq)
+    wait_for_change(match.id, match.seq, page)
     match, state = current(match.id)
     start, waive, reveal = (
         e for e in match.record["rounds"][-1]["events"] if e["type"] in ("start", "waive")
@@ -144,7 +144,7 @@ def test_a_person_plays_a_whole_rated_match_against_the_computer_from_the_lobby(
             # The person plays as badly as the rules allow: the match ends soon, on points.
             act(page, match, state, person, winner=match.computer_seat, step=step)
             step += 1
-        wait_for_change(match.id, match.seq)
+        wait_for_change(match.id, match.seq, page)
     assert (match.status, match.winner) == ("finished", match.computer_seat)
     bot.refresh_from_db()
     assert bot.rated_games == 1 and match.rating_after0 is not None

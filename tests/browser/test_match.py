@@ -191,13 +191,13 @@ def test_pass_and_play_hides_the_hand_at_each_hand_over_until_the_reveal(servers
             expect(page.locator("#hand .hand-tile")).to_have_count(len(state.hands[seat]))
             act(page, match, state, seat, winner=0, step=step)
             step += 1
-        wait_for_change(match_id, match.seq)
+        wait_for_change(match_id, match.seq, page)
     # Resigning asks first.
     match, state = current(match_id)
     wait_for_seq(page, match.seq)
     if state.phase == "handover":
         page.get_by_role("button", name="Reveal my tiles").click()
-        wait_for_change(match_id, match.seq)
+        wait_for_change(match_id, match.seq, page)
     page.locator("#resign").click()
     expect(page.get_by_role("alertdialog")).to_contain_text("Resign this match?")
     page.get_by_role("button", name="Yes, resign").click()
