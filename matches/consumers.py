@@ -13,7 +13,7 @@ from realtime.database import in_database_threads
 from realtime.ratelimit import TokenBucket
 from realtime.sockets import GuardedJsonConsumer
 
-from . import broadcast, commands, presence, scheduler, selectors
+from . import broadcast, commands, presence, scheduler, selectors, services
 
 CLOSE_NO_SUCH_MATCH = 4404
 READS = ("ping", "hello", "sync")  # what a spectator may send
@@ -92,6 +92,7 @@ class MatchConsumer(GuardedJsonConsumer):
         different processes may arrive out of order (or not at all), so a broadcast that skips
         ahead is replaced by a resync from the record, and one already covered is dropped."""
         payload = event["payload"]
+        services.match_seen_at(self.match_id, payload["seq"])
         if payload["seq"] <= self.sent_seq:
             return
         events = payload.get("events") or []

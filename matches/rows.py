@@ -10,8 +10,11 @@ queryset would do it.
 
 from __future__ import annotations
 
+import copy
+import threading
+from collections import OrderedDict
 from contextlib import nullcontext
-from functools import cache
+from functools import cache, partial
 
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, connection, connections, transaction
@@ -19,20 +22,90 @@ from django.db import DatabaseError, connection, connections, transaction
 from .models import Match, MatchEvent
 
 UNLOADED = "header"  # grows with the match: loaded, by its own query, only when it is needed
+RECENT_ROWS = 5_000  # rows this process keeps of the matches it wrote last (about 2 kB each)
+VERSION = "_row_version"  # on a Match read or stored here: its row's version, where kept
 
 
 def read(match_id, *, lock: bool) -> Match | None:
     """The match without its header, its row locked when ``lock`` (where the database has row
-    locks); None for an id that is malformed or names no match."""
+    locks); None for an id that is malformed or names no match. Without the lock, the row this
+    process last wrote, if it has not heard of a change since (see ``_Recent``)."""
     try:
-        pk = Match._meta.pk.get_db_prep_value(Match._meta.pk.to_python(match_id), connection)
+        pk = Match._meta.pk.to_python(match_id)
     except (ValidationError, ValueError, TypeError):
         return None
     reader = _reader(connection.alias)
+    if not lock and (kept := recent.get(reader, pk)) is not None:
+        return kept
     with connection.cursor() as cursor:
-        cursor.execute(reader.locking_sql if lock else reader.sql, [pk])
+        prepared = Match._meta.pk.get_db_prep_value(pk, connection)
+        cursor.execute(reader.locking_sql if lock else reader.sql, [prepared])
         row = cursor.fetchone()
     return None if row is None else reader.match(row)
+
+
+def forget_older(match_id, seq: int) -> None:
+    """The match has reached ``seq`` elsewhere: a row kept from before it is no longer used."""
+    try:
+        recent.forget_older(str(Match._meta.pk.to_python(match_id)), seq)
+    except (ValidationError, ValueError, TypeError):
+        return
+
+
+class _Recent:
+    """The row of each match as this process last wrote it, by match (at most ``size``).
+
+    Where the database keeps a version of each row (PostgreSQL's ``xmin``, changed by every
+    write, by anyone), a move read without the lock starts from the row it wrote last instead of
+    reading it again: a round trip fewer. Never a second truth: the write that follows is
+    conditional on that version, so a row written since by anyone (another web process, a
+    timeout, an operator) makes it ``Stale`` and the move is made again under the lock. A
+    broadcast of a later seq (``forget_older``) drops the row first, so a match whose players sit
+    on two processes reads its row as before instead of meeting a stale one."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.rows: OrderedDict[str, tuple[int, str, list]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, reader: _Reader, pk) -> Match | None:
+        with self.lock:
+            kept = self.rows.get(str(pk))
+        if kept is None:
+            return None
+        _, version, values = kept
+        match = Match.from_db(reader.alias, reader.attnames, _copied(values))
+        setattr(match, VERSION, version)
+        return match
+
+    def put(self, key: str, seq: int, version: str, values: list | None) -> None:
+        """Keep ``values`` (``None``: the match is over, and takes no more moves)."""
+        with self.lock:
+            if values is None:
+                self.rows.pop(key, None)
+                return
+            self.rows[key] = (seq, version, values)
+            self.rows.move_to_end(key)
+            while len(self.rows) > self.size:
+                self.rows.popitem(last=False)
+
+    def forget(self, pk) -> None:
+        with self.lock:
+            self.rows.pop(str(pk), None)
+
+    def forget_older(self, key: str, seq: int) -> None:
+        with self.lock:
+            kept = self.rows.get(key)
+            if kept is not None and kept[0] < seq:
+                del self.rows[key]
+
+
+recent = _Recent(RECENT_ROWS)
+
+
+def _copied(values: list) -> list:
+    """The values with their JSON ones (dicts, lists) copied: a caller may change those."""
+    return [copy.deepcopy(v) if isinstance(v, dict | list) else v for v in values]
 
 
 class Stale(DatabaseError):
@@ -42,18 +115,23 @@ class Stale(DatabaseError):
 def store(match: Match, events: list[dict], *, round_no: int, read_seq: int | None = None) -> None:
     """Write the match's loaded columns and append ``events`` (of round ``round_no``): one
     statement on PostgreSQL, so the row and its events are never written apart. With
-    ``read_seq``, only if the row's seq is still that (else ``Stale``): a match read without
-    its lock is written only if nothing changed it since (under READ COMMITTED, Django's and
-    PostgreSQL's default: a write that waited for another's row lock sees that one's new seq
-    and updates nothing). Raises DatabaseError when the row is gone, IntegrityError when an
-    event's seq is taken."""
+    ``read_seq``, only if the row's seq is still that, and its version still the one read
+    where the database keeps one (else ``Stale``): a match read without its lock is written
+    only if nothing changed it since (under READ COMMITTED, Django's and PostgreSQL's default:
+    a write that waited for another's row lock sees that one's new row and updates nothing).
+    Raises DatabaseError when the row is gone, IntegrityError when an event's seq is taken.
+    The row written is kept for this process's next move once committed (``_Recent``)."""
     alias = connection.alias
+    reader = _reader(alias)
     header_unloaded = UNLOADED in match.get_deferred_fields()
     fields = _stored_fields(alias, header_unloaded)
     row = [field.get_db_prep_save(field.pre_save(match, False), connection) for field in fields]
     row.append(Match._meta.pk.get_db_prep_value(match.pk, connection))
+    read_version = getattr(match, VERSION, None) if reader.versioned else None
     if read_seq is not None:
         row.append(read_seq)
+        if reader.versioned:
+            row.append(read_version)
     data = MatchEvent._meta.get_field("data")
     # PostgreSQL takes the match's pk from the row it updated; elsewhere each event names it.
     named = () if connection.vendor == "postgresql" else (row[len(fields)],)
@@ -62,17 +140,32 @@ def store(match: Match, events: list[dict], *, round_no: int, read_seq: int | No
         for event in events
         for value in (*named, event["seq"], round_no, data.get_db_prep_save(event, connection))
     ]
-    statements = _store_sql(alias, header_unloaded, len(events), read_seq is not None)
+    conditional = read_seq is not None
+    if conditional and reader.versioned and read_version is None:
+        recent.forget(match.pk)
+        raise Stale(f"match {match.pk} was read without its row's version")
+    statements = _store_sql(alias, header_unloaded, len(events), conditional)
     # Where there is no data-modifying WITH, two statements (the row, then its events) in
     # a transaction of their own, so that they too are written together or not at all.
     together = transaction.atomic() if len(statements) == 2 else nullcontext()
-    with together, connection.cursor() as cursor:
-        if len(statements) == 2:
-            cursor.execute(statements[0], row)
-            _check_written(cursor, match, read_seq, expected=1)
-            row = []
-        cursor.execute(statements[-1], [*row, *event_rows])
-        _check_written(cursor, match, read_seq, expected=len(events) or 1)
+    try:
+        with together, connection.cursor() as cursor:
+            if len(statements) == 2:
+                cursor.execute(statements[0], row)
+                _check_written(cursor, match, read_seq, expected=1)
+                row = []
+            cursor.execute(statements[-1], [*row, *event_rows])
+            _check_written(cursor, match, read_seq, expected=len(events) or 1)
+            version = cursor.fetchone()[0] if reader.versioned else None
+    except DatabaseError:
+        recent.forget(match.pk)
+        raise
+    if version is not None:
+        setattr(match, VERSION, version)
+        # The row as written now, kept once it is committed (never if it is rolled back).
+        values = [getattr(match, field.attname) for field in reader.fields]
+        kept = None if match.finished_at is not None else _copied(values)
+        transaction.on_commit(partial(recent.put, str(match.pk), match.seq, version, kept))
 
 
 def _check_written(cursor, match: Match, read_seq: int | None, *, expected: int) -> None:
@@ -90,8 +183,11 @@ class _Reader:
     def __init__(self, alias: str):
         db = connections[alias]
         self.alias = alias
+        self.versioned = db.vendor == "postgresql"
         self.fields = [f for f in Match._meta.concrete_fields if f.name != UNLOADED]
         columns = ", ".join(db.ops.quote_name(field.column) for field in self.fields)
+        if self.versioned:
+            columns += f", {_VERSION_SQL}"
         lock = " FOR UPDATE" if db.features.has_select_for_update else ""
         self.sql = f"SELECT {columns} FROM {_table(db, Match)} WHERE {_pk(db, Match)} = %s"
         self.locking_sql = self.sql + lock
@@ -104,12 +200,15 @@ class _Reader:
                 self.converters.append((index, column, found))
 
     def match(self, row) -> Match:
-        values = list(row)
+        values = list(row[: len(self.fields)])
         db = connections[self.alias]
         for index, column, converters in self.converters:
             for convert in converters:
                 values[index] = convert(values[index], column, db)
-        return Match.from_db(self.alias, self.attnames, values)
+        match = Match.from_db(self.alias, self.attnames, values)
+        if self.versioned:
+            setattr(match, VERSION, row[len(self.fields)])
+        return match
 
 
 @cache
@@ -135,11 +234,14 @@ def _store_sql(alias: str, header_unloaded: bool, event_count: int, conditional:
     fields = _stored_fields(alias, header_unloaded)
     assignments = ", ".join(f"{db.ops.quote_name(field.column)} = %s" for field in fields)
     where = f"{_pk(db, Match)} = %s"
+    versioned = db.vendor == "postgresql"
     if conditional:
         where += f" AND {db.ops.quote_name(Match._meta.get_field('seq').column)} = %s"
+        if versioned:
+            where += " AND xmin = %s::xid"
     update = f"UPDATE {_table(db, Match)} SET {assignments} WHERE {where}"
     if event_count == 0:
-        return (update,)
+        return (f"{update} RETURNING {_VERSION_SQL}",) if versioned else (update,)
     columns = ", ".join(
         db.ops.quote_name(MatchEvent._meta.get_field(name).column)
         for name in ("match", "seq", "round_number", "data")
@@ -149,10 +251,16 @@ def _store_sql(alias: str, header_unloaded: bool, event_count: int, conditional:
         return (update, f"{insert} VALUES {', '.join(['(%s, %s, %s, %s)'] * event_count)}")
     values = ", ".join(["(%s::integer, %s::smallint, %s::jsonb)"] * event_count)
     return (
-        f"WITH updated AS ({update} RETURNING {_pk(db, Match)} AS match_id) "
+        f"WITH updated AS ({update} RETURNING {_pk(db, Match)} AS match_id, "
+        f"{_VERSION_SQL} AS version) "
         f"{insert} SELECT updated.match_id, e.seq, e.round_number, e.data "
-        f"FROM updated CROSS JOIN (VALUES {values}) AS e (seq, round_number, data)",
+        f"FROM updated CROSS JOIN (VALUES {values}) AS e (seq, round_number, data) "
+        "RETURNING (SELECT version FROM updated)",
     )
+
+
+# PostgreSQL's version of a row: the transaction that wrote it (any write makes a new one).
+_VERSION_SQL = "xmin::text"
 
 
 def _table(db, model) -> str:

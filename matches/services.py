@@ -156,6 +156,12 @@ def match_submit(
         return submitted(locked=True)
 
 
+def match_seen_at(match_id, seq: int) -> None:
+    """A broadcast of the match at ``seq`` reached this process: a copy of its row from before
+    that is not used for a move (it would only be found stale when written)."""
+    rows.forget_older(match_id, seq)
+
+
 class _NeedsLock(Exception):
     """A change read without the lock that must be made under it; nothing was written."""
 

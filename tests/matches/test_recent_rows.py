@@ -1,0 +1,125 @@
+"""A web process keeps the row of each match as it last wrote it (matches/rows.py ``_Recent``),
+and its next move of that match starts from it instead of reading the row again. The copy is
+never trusted: the write is conditional on the row's version, which any writer changes, so a
+row written since by anyone (another process, a timeout, an operator with a SQL console) is
+never overwritten: the move is made again under the lock, on top of it."""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+import engine
+from engine.replay import replay
+from matches import rows, services
+from matches.models import Match
+
+pytestmark = [
+    pytest.mark.skipif(
+        connection.vendor != "postgresql", reason="rows are kept where the database versions them"
+    ),
+    pytest.mark.django_db(transaction=True),  # kept once committed: autocommit, as in a server
+]
+
+
+def statements_of_next_move(table) -> list[str]:
+    state = table.state
+    command = engine.GreedyBot().choose(state, state.decider, random.Random(0))
+    with CaptureQueriesContext(connection) as queries:
+        table.submit(state.decider, command, after_ms=1_000)
+    # The table's own refresh after the move is not the service's.
+    return [q["sql"] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]][:-1]
+
+
+def reads_of_the_match(statements: list[str]) -> list[str]:
+    return [sql for sql in statements if sql.startswith("SELECT")]
+
+
+def test_the_next_move_of_a_match_this_process_wrote_reads_no_row(table):
+    table.start(after_ms=1_000)
+    statements = statements_of_next_move(table)
+    assert reads_of_the_match(statements) == []
+    assert [sql[:22] for sql in statements] == ["WITH updated AS (UPDAT"]
+
+
+def test_a_broadcast_of_a_later_seq_makes_the_next_move_read_the_row(table):
+    table.start(after_ms=1_000)
+    services.match_seen_at(str(table.match.pk), table.match.seq + 1)  # moved on elsewhere
+    statements = statements_of_next_move(table)
+    assert len(reads_of_the_match(statements)) == 1
+
+
+def test_a_broadcast_of_the_kept_seq_or_an_older_one_keeps_the_row(table):
+    table.start(after_ms=1_000)
+    services.match_seen_at(str(table.match.pk), table.match.seq)  # this process's own move
+    services.match_seen_at(str(table.match.pk), table.match.seq - 1)
+    services.match_seen_at("not a match id", 10**6)  # garbage changes nothing
+    assert reads_of_the_match(statements_of_next_move(table)) == []
+
+
+def test_a_row_an_operator_changed_without_a_new_seq_is_not_overwritten(table):
+    # A clumsy operator's UPDATE leaves the seq alone: a condition on the seq alone would let
+    # the kept copy write the old value back over theirs.
+    table.start(after_ms=1_000)
+    before = Match.objects.get(pk=table.match.pk)
+    assert not before.rated
+    Match.objects.filter(pk=before.pk).update(rated=True)
+    statements = statements_of_next_move(table)
+    after = Match.objects.get(pk=before.pk)
+    assert after.seq > before.seq  # the move was made, under the lock
+    assert after.rated
+    assert any(sql.endswith("FOR UPDATE") for sql in statements)
+    # The row written under the lock is the one kept now: the next move reads nothing.
+    assert reads_of_the_match(statements_of_next_move(table)) == []
+
+
+def test_a_move_made_elsewhere_since_is_kept_and_the_move_made_again_on_top(table):
+    table.start(after_ms=1_000)
+    kept_seq = table.match.seq
+    state = table.state
+    command = engine.GreedyBot().choose(state, state.decider, random.Random(0))
+    with rows.recent.lock:  # the other process's move: this process's copy is not told
+        kept = dict(rows.recent.rows)
+    services.match_submit(
+        match_id=table.match.pk, user=table.users[state.decider], command=command,
+        arrival_ms=table.now + 1_000,
+    )  # fmt: skip
+    with rows.recent.lock:
+        rows.recent.rows.clear()
+        rows.recent.rows.update(kept)
+    table.now += 2_000
+    table.decide()
+    assert table.match.seq > kept_seq + 1  # both moves are in
+    events = [e for r in Match.objects.get(pk=table.match.pk).record["rounds"] for e in r["events"]]
+    assert [e["seq"] for e in events] == list(range(1, table.match.seq + 1))
+    assert replay(Match.objects.get(pk=table.match.pk).record).seq == table.match.seq
+
+
+def test_a_write_rolled_back_is_not_kept(table):
+    table.start(after_ms=1_000)
+    match = rows.read(table.match.pk, lock=False)
+    kept_version = getattr(match, rows.VERSION)
+    with pytest.raises(RuntimeError), transaction.atomic():
+        locked = rows.read(table.match.pk, lock=True)
+        locked.balances = [0, 300]
+        rows.store(locked, [], round_no=locked.round_count)
+        raise RuntimeError("the rest of the change failed")
+    again = rows.read(table.match.pk, lock=False)
+    assert (getattr(again, rows.VERSION), again.balances) == (kept_version, match.balances)
+
+
+def test_a_finished_match_is_not_kept_and_the_oldest_go_first(table, monkeypatch):
+    table.start(after_ms=1_000)
+    assert str(table.match.pk) in rows.recent.rows
+    table.submit(table.state.decider, {"type": "resign"}, after_ms=1_000)
+    assert str(table.match.pk) not in rows.recent.rows
+
+    small = rows._Recent(size=2)
+    keys = [str(uuid.uuid4()) for _ in range(3)]
+    for key in keys:
+        small.put(key, 1, "1", [])
+    assert list(small.rows) == keys[1:]  # the row written longest ago went
