@@ -24,8 +24,10 @@ application = ProtocolTypeRouter(
 if "twisted.internet.reactor" in sys.modules:  # served by Daphne
     from twisted.internet import reactor
 
-    from matches import scheduler
+    from matches import rows, scheduler
     from realtime.collector import settle_after_startup
+
+    rows.keep_written_rows()  # this process hears of every change to its matches: broadcasts
 
     # Once the event loop runs: this process fires deadlines and beats for the web tier from its
     # start, not only from its first match socket.

@@ -18,6 +18,7 @@ from functools import cache, partial
 
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, connection, connections, transaction
+from django.db.backends.signals import connection_created
 
 from .models import Match, MatchEvent
 
@@ -44,12 +45,35 @@ def read(match_id, *, lock: bool) -> Match | None:
     return None if row is None else reader.match(row)
 
 
+def keep_written_rows() -> None:
+    """Keep the rows this process writes (see ``_Recent``): for web processes, which hear of
+    every later change to their matches through the broadcasts. A new database connection
+    (a restart, a failover to a replica that may not have every write) starts over."""
+    recent.enabled = True
+    connection_created.connect(_start_over, dispatch_uid="rows.recent")
+
+
+def _start_over(**_kwargs) -> None:
+    recent.clear()
+
+
+def forget(match_id) -> None:
+    """The row kept of the match, if any, is not used again."""
+    if (key := _key(match_id)) is not None:
+        recent.forget(key)
+
+
 def forget_older(match_id, seq: int) -> None:
     """The match has reached ``seq`` elsewhere: a row kept from before it is no longer used."""
+    if (key := _key(match_id)) is not None:
+        recent.forget_older(key, seq)
+
+
+def _key(match_id) -> str | None:
     try:
-        recent.forget_older(str(Match._meta.pk.to_python(match_id)), seq)
+        return str(Match._meta.pk.to_python(match_id))
     except (ValidationError, ValueError, TypeError):
-        return
+        return None
 
 
 class _Recent:
@@ -63,12 +87,16 @@ class _Recent:
     broadcast of a later seq (``forget_older``) drops the row first, so a match whose players sit
     on two processes reads its row as before instead of meeting a stale one."""
 
+    enabled = False  # see keep_written_rows
+
     def __init__(self, size: int):
         self.size = size
         self.rows: OrderedDict[str, tuple[int, str, list]] = OrderedDict()
         self.lock = threading.Lock()
 
     def get(self, reader: _Reader, pk) -> Match | None:
+        if not self.enabled:
+            return None
         with self.lock:
             kept = self.rows.get(str(pk))
         if kept is None:
@@ -79,19 +107,28 @@ class _Recent:
         return match
 
     def put(self, key: str, seq: int, version: str, values: list | None) -> None:
-        """Keep ``values`` (``None``: the match is over, and takes no more moves)."""
+        """Keep ``values`` (``None``: the match is over, and takes no more moves), unless a
+        later seq is kept already (two threads' commits may be kept out of order)."""
+        if not self.enabled:
+            return
         with self.lock:
             if values is None:
                 self.rows.pop(key, None)
+                return
+            if key in self.rows and self.rows[key][0] > seq:
                 return
             self.rows[key] = (seq, version, values)
             self.rows.move_to_end(key)
             while len(self.rows) > self.size:
                 self.rows.popitem(last=False)
 
-    def forget(self, pk) -> None:
+    def forget(self, key: str) -> None:
         with self.lock:
-            self.rows.pop(str(pk), None)
+            self.rows.pop(key, None)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.rows.clear()
 
     def forget_older(self, key: str, seq: int) -> None:
         with self.lock:
@@ -131,7 +168,7 @@ def store(match: Match, events: list[dict], *, round_no: int, read_seq: int | No
     if read_seq is not None:
         row.append(read_seq)
         if reader.versioned:
-            row.append(read_version)
+            row.extend((read_version or ":").split(":", 1))
     data = MatchEvent._meta.get_field("data")
     # PostgreSQL takes the match's pk from the row it updated; elsewhere each event names it.
     named = () if connection.vendor == "postgresql" else (row[len(fields)],)
@@ -142,7 +179,7 @@ def store(match: Match, events: list[dict], *, round_no: int, read_seq: int | No
     ]
     conditional = read_seq is not None
     if conditional and reader.versioned and read_version is None:
-        recent.forget(match.pk)
+        recent.forget(str(match.pk))
         raise Stale(f"match {match.pk} was read without its row's version")
     statements = _store_sql(alias, header_unloaded, len(events), conditional)
     # Where there is no data-modifying WITH, two statements (the row, then its events) in
@@ -158,7 +195,7 @@ def store(match: Match, events: list[dict], *, round_no: int, read_seq: int | No
             _check_written(cursor, match, read_seq, expected=len(events) or 1)
             version = cursor.fetchone()[0] if reader.versioned else None
     except DatabaseError:
-        recent.forget(match.pk)
+        recent.forget(str(match.pk))
         raise
     if version is not None:
         setattr(match, VERSION, version)
@@ -171,8 +208,8 @@ def store(match: Match, events: list[dict], *, round_no: int, read_seq: int | No
 def _check_written(cursor, match: Match, read_seq: int | None, *, expected: int) -> None:
     if cursor.rowcount == expected:
         return
-    if read_seq is not None and Match.objects.filter(pk=match.pk).exists():
-        raise Stale(f"match {match.pk} changed after it was read at seq {read_seq}")
+    if read_seq is not None:  # the redo under the lock tells a change from a match gone
+        raise Stale(f"match {match.pk} changed (or went) after it was read at seq {read_seq}")
     raise DatabaseError(f"no row for match {match.pk} to store")
 
 
@@ -238,7 +275,7 @@ def _store_sql(alias: str, header_unloaded: bool, event_count: int, conditional:
     if conditional:
         where += f" AND {db.ops.quote_name(Match._meta.get_field('seq').column)} = %s"
         if versioned:
-            where += " AND xmin = %s::xid"
+            where += " AND xmin = %s::xid AND ctid = %s::tid"
     update = f"UPDATE {_table(db, Match)} SET {assignments} WHERE {where}"
     if event_count == 0:
         return (f"{update} RETURNING {_VERSION_SQL}",) if versioned else (update,)
@@ -259,8 +296,10 @@ def _store_sql(alias: str, header_unloaded: bool, event_count: int, conditional:
     )
 
 
-# PostgreSQL's version of a row: the transaction that wrote it (any write makes a new one).
-_VERSION_SQL = "xmin::text"
+# PostgreSQL's version of a row: the transaction that wrote it and where (any write makes a new
+# one; the place tells apart two writes of one transaction, and a transaction id used again
+# after a failover to a replica that had not seen it).
+_VERSION_SQL = "xmin::text || ':' || ctid::text"
 
 
 def _table(db, model) -> str:

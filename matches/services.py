@@ -151,7 +151,7 @@ def match_submit(
             # A refusal is judged again under the lock too: the read may predate a change
             # being committed, after which the command is legal (as it was before moves were
             # made without the lock).
-            pass
+            rows.forget(match_id)
     with transaction.atomic():
         return submitted(locked=True)
 

@@ -26,6 +26,15 @@ pytestmark = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def web_process(monkeypatch):
+    """This process keeps rows as a web process does (config/asgi.py), from an empty start."""
+    monkeypatch.setattr(rows.recent, "enabled", True)
+    rows.recent.clear()
+    yield
+    rows.recent.clear()
+
+
 def statements_of_next_move(table) -> list[str]:
     state = table.state
     command = engine.GreedyBot().choose(state, state.decider, random.Random(0))
@@ -119,7 +128,50 @@ def test_a_finished_match_is_not_kept_and_the_oldest_go_first(table, monkeypatch
     assert str(table.match.pk) not in rows.recent.rows
 
     small = rows._Recent(size=2)
+    small.enabled = True
     keys = [str(uuid.uuid4()) for _ in range(3)]
     for key in keys:
-        small.put(key, 1, "1", [])
+        small.put(key, 1, "1:(0,1)", [])
     assert list(small.rows) == keys[1:]  # the row written longest ago went
+
+
+def test_a_process_that_hears_no_broadcasts_keeps_no_rows(table, monkeypatch):
+    # A Celery worker (the computer's turns, the sweeper) is never told of a later move: a
+    # row it kept would be stale at its next move, and redone under the lock every time.
+    monkeypatch.setattr(rows.recent, "enabled", False)
+    rows.recent.clear()
+    table.start(after_ms=1_000)
+    assert rows.recent.rows == {}
+    assert len(reads_of_the_match(statements_of_next_move(table))) == 1
+
+
+def test_a_new_database_connection_starts_over(table):
+    # After a failover the database may not have every write this process kept.
+    rows.keep_written_rows()
+    table.start(after_ms=1_000)
+    assert str(table.match.pk) in rows.recent.rows
+    connection.close()
+    connection.ensure_connection()
+    assert rows.recent.rows == {}
+
+
+def test_a_row_kept_is_not_replaced_by_an_older_one():
+    # Two database threads' commits may be kept out of order.
+    key = str(uuid.uuid4())
+    rows.recent.put(key, 7, "7:(0,1)", ["seven"])
+    rows.recent.put(key, 6, "6:(0,1)", ["six"])
+    assert rows.recent.rows[key] == (7, "7:(0,1)", ["seven"])
+
+
+def test_a_move_of_a_match_deleted_since_its_row_was_kept_is_refused_as_no_such_match(table):
+    table.start(after_ms=1_000)
+    state = table.state
+    command = engine.GreedyBot().choose(state, state.decider, random.Random(0))
+    Match.objects.filter(pk=table.match.pk).delete()
+    with pytest.raises(services.CommandRejected) as refused:
+        services.match_submit(
+            match_id=table.match.pk, user=table.users[state.decider], command=command,
+            arrival_ms=table.now + 1_000,
+        )  # fmt: skip
+    assert refused.value.code == "no_such_match"
+    assert str(table.match.pk) not in rows.recent.rows

@@ -168,11 +168,16 @@ def test_a_write_conditional_on_the_seq_still_there_is_made(table):
     assert MatchEvent.objects.get(match=after, seq=after.seq).data == event(after.seq, n=1)
 
 
-def test_a_conditional_write_of_a_match_that_is_gone_says_so(table):
+def test_a_conditional_write_of_a_match_that_is_gone_is_stale_and_an_unconditional_one_fails(
+    table,
+):
+    # Stale: the move is made again under the lock, which finds no match and says so.
     match = rows.read(table.match.pk, lock=False)
     read_seq = match.seq
     Match.objects.filter(pk=table.match.pk).delete()
     match.seq += 1
-    with pytest.raises(DatabaseError, match="no row") as raised:
+    with pytest.raises(rows.Stale):
         rows.store(match, [event(match.seq)], round_no=1, read_seq=read_seq)
+    with pytest.raises(DatabaseError, match="no row") as raised:
+        rows.store(match, [event(match.seq)], round_no=1)
     assert not isinstance(raised.value, rows.Stale)
