@@ -31,9 +31,7 @@ def read(match_id, *, lock: bool) -> Match | None:
     """The match without its header, its row locked when ``lock`` (where the database has row
     locks); None for an id that is malformed or names no match. Without the lock, the row this
     process last wrote, if it has not heard of a change since (see ``_Recent``)."""
-    try:
-        pk = Match._meta.pk.to_python(match_id)
-    except (ValidationError, ValueError, TypeError):
+    if (pk := _pk_of(match_id)) is None:
         return None
     reader = _reader(connection.alias)
     if not lock and (kept := recent.get(reader, pk)) is not None:
@@ -59,19 +57,20 @@ def _start_over(**_kwargs) -> None:
 
 def forget(match_id) -> None:
     """The row kept of the match, if any, is not used again."""
-    if (key := _key(match_id)) is not None:
-        recent.forget(key)
+    if (pk := _pk_of(match_id)) is not None:
+        recent.forget(str(pk))
 
 
 def forget_older(match_id, seq: int) -> None:
     """The match has reached ``seq`` elsewhere: a row kept from before it is no longer used."""
-    if (key := _key(match_id)) is not None:
-        recent.forget_older(key, seq)
+    if (pk := _pk_of(match_id)) is not None:
+        recent.forget_older(str(pk), seq)
 
 
-def _key(match_id) -> str | None:
+def _pk_of(match_id):
+    """The match's pk, or None for an id that is malformed."""
     try:
-        return str(Match._meta.pk.to_python(match_id))
+        return Match._meta.pk.to_python(match_id)
     except (ValidationError, ValueError, TypeError):
         return None
 
@@ -79,9 +78,9 @@ def _key(match_id) -> str | None:
 class _Recent:
     """The row of each match as this process last wrote it, by match (at most ``size``).
 
-    Where the database keeps a version of each row (PostgreSQL's ``xmin``, changed by every
-    write, by anyone), a move read without the lock starts from the row it wrote last instead of
-    reading it again: a round trip fewer. Never a second truth: the write that follows is
+    Where the database keeps a version of each row (PostgreSQL's ``xmin`` and ``ctid``, changed
+    by every write, by anyone), a move read without the lock starts from the row it wrote last
+    instead of reading it again: a round trip fewer. Never a second truth: the write that follows is
     conditional on that version, so a row written since by anyone (another web process, a
     timeout, an operator) makes it ``Stale`` and the move is made again under the lock. A
     broadcast of a later seq (``forget_older``) drops the row first, so a match whose players sit
@@ -164,11 +163,14 @@ def store(match: Match, events: list[dict], *, round_no: int, read_seq: int | No
     fields = _stored_fields(alias, header_unloaded)
     row = [field.get_db_prep_save(field.pre_save(match, False), connection) for field in fields]
     row.append(Match._meta.pk.get_db_prep_value(match.pk, connection))
-    read_version = getattr(match, VERSION, None) if reader.versioned else None
-    if read_seq is not None:
+    conditional = read_seq is not None
+    if conditional:
         row.append(read_seq)
         if reader.versioned:
-            row.extend((read_version or ":").split(":", 1))
+            if (read_version := getattr(match, VERSION, None)) is None:
+                recent.forget(str(match.pk))
+                raise Stale(f"match {match.pk} was read without its row's version")
+            row.extend(read_version.split(":", 1))  # xmin, ctid
     data = MatchEvent._meta.get_field("data")
     # PostgreSQL takes the match's pk from the row it updated; elsewhere each event names it.
     named = () if connection.vendor == "postgresql" else (row[len(fields)],)
@@ -177,10 +179,6 @@ def store(match: Match, events: list[dict], *, round_no: int, read_seq: int | No
         for event in events
         for value in (*named, event["seq"], round_no, data.get_db_prep_save(event, connection))
     ]
-    conditional = read_seq is not None
-    if conditional and reader.versioned and read_version is None:
-        recent.forget(str(match.pk))
-        raise Stale(f"match {match.pk} was read without its row's version")
     statements = _store_sql(alias, header_unloaded, len(events), conditional)
     # Where there is no data-modifying WITH, two statements (the row, then its events) in
     # a transaction of their own, so that they too are written together or not at all.
@@ -271,7 +269,7 @@ def _store_sql(alias: str, header_unloaded: bool, event_count: int, conditional:
     fields = _stored_fields(alias, header_unloaded)
     assignments = ", ".join(f"{db.ops.quote_name(field.column)} = %s" for field in fields)
     where = f"{_pk(db, Match)} = %s"
-    versioned = db.vendor == "postgresql"
+    versioned = _reader(alias).versioned
     if conditional:
         where += f" AND {db.ops.quote_name(Match._meta.get_field('seq').column)} = %s"
         if versioned:
