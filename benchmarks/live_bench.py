@@ -116,6 +116,11 @@ async def _play_all(seats: list[Seat], url: str, window: tuple, seed: int, out: 
                     stats.sample("broadcast", now - event["at_ms"])
             await super()._on_state(message)
 
+        async def send(self, message: dict) -> None:
+            if message.get("type") == "sync":
+                stats.resync()
+            await super().send(message)
+
     clients = []
     for start in range(0, len(seats), CONNECT_BATCH):
         batch = seats[start : start + CONNECT_BATCH]
@@ -158,7 +163,7 @@ class Stats:
 
     def __init__(self):
         self.samples = {"ack": [], "ack_at": [], "broadcast": [], "forfeit": []}
-        self.early = self.n = 0
+        self.early = self.n = self.resyncs = 0
         self.errors = Counter()
         self.measure_from = self.measure_until = float("inf")
 
@@ -174,6 +179,10 @@ class Stats:
             self.samples["forfeit"].append(late_ms)
             self.early += late_ms < 0
 
+    def resync(self) -> None:
+        if self.measuring():
+            self.resyncs += 1
+
     def command(self, reply: dict, ms: float) -> None:
         if not self.measuring():
             return
@@ -185,7 +194,10 @@ class Stats:
             self.errors[reply["code"]] += 1
 
     def as_dict(self) -> dict:
-        return {**self.samples, "early": self.early, "n": self.n, "errors": dict(self.errors)}
+        return {
+            **self.samples, "early": self.early, "n": self.n, "resyncs": self.resyncs,
+            "errors": dict(self.errors),
+        }  # fmt: skip
 
 
 async def _play_seat(seat: Seat, client, rng, loop, end, stats) -> None:
@@ -529,7 +541,7 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
         bot.join(timeout=args.seconds + 120)  # (the warm-up is over)
     merged = {
         "ack": [], "ack_at": [], "broadcast": [], "forfeit": [], "early": 0, "errors": Counter(),
-        "n": 0,
+        "n": 0, "resyncs": 0,
     }  # fmt: skip
     for out in outputs:
         part = json.loads(out.read_text()) if out.exists() else {"errors": {"bot died": 1}}
@@ -537,6 +549,7 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
             merged[key] += part.get(key, [])
         merged["early"] += part.get("early", 0)
         merged["n"] += part.get("n", 0)
+        merged["resyncs"] += part.get("resyncs", 0)
         merged["errors"].update(part.get("errors", {}))
         merged["ack_at"] += part.get("ack_at", [])
     forfeits = percentiles(merged["forfeit"])
@@ -551,6 +564,7 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
         "warmup_s": args.warmup,
         "commands": merged["n"],
         "commands_per_s": round(merged["n"] / args.seconds, 1),
+        "resyncs": merged["resyncs"],  # asked for by the bots: a gap seen, or a pong ahead
         "ack_ms": percentiles(merged["ack"]),
         "ack_ms_by_second": by_second(merged["ack_at"]),
         "broadcast_ms": percentiles(merged["broadcast"]),

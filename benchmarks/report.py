@@ -133,8 +133,9 @@ def _q(value) -> str:
 
 def _table(runs_set: dict) -> list[str]:
     lines = [
-        "| matches | commands/s | ack p50 / p99 | broadcast p50 / p99 | echo (a) p50 / p99 "
-        "| echo (b) p50 / p99 | ack p50 ÷ echo (a) p50 | forfeits: n, p50 / p99 / max, early "
+        "| matches | commands/s (resyncs) | ack p50 / p99 | broadcast p50 / p99 "
+        "| echo (a) p50 / p99 | echo (b) p50 / p99 | ack p50 ÷ echo (a) p50 "
+        "| forfeits: n, p50 / p99 / max, early "
         "| CPU (% of a core) | errors |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
@@ -144,9 +145,11 @@ def _table(runs_set: dict) -> list[str]:
         ratio = ack["p50"] / layer["p50"] if ack["p50"] and layer["p50"] else None
         cpu = ", ".join(f"{name} {pct:g}" for name, pct in sorted(run["cpu"].items()))
         errors = ", ".join(f"{code} {n}" for code, n in sorted(run["errors"].items())) or "none"
+        resyncs = f" ({run['resyncs']})" if "resyncs" in run else ""  # not counted before 12-04
         lines.append(
-            f"| {run['matches']} | {run['commands_per_s']} | {_q(ack['p50'])} / {_q(ack['p99'])} "
-            f"| {_q(cast['p50'])} / {_q(cast['p99'])} | {_q(layer['p50'])} / {_q(layer['p99'])} "
+            f"| {run['matches']} | {run['commands_per_s']}{resyncs} "
+            f"| {_q(ack['p50'])} / {_q(ack['p99'])} | {_q(cast['p50'])} / {_q(cast['p99'])} "
+            f"| {_q(layer['p50'])} / {_q(layer['p99'])} "
             f"| {_q(bare['p50'])} / {_q(bare['p99'])} | {_q(ratio and round(ratio, 2))} "
             f"| {late['n']}, {_q(late['p50'])} / {_q(late['p99'])} / {_q(late['max'])}, "
             f"{late['early']} | {cpu} | {errors} |"

@@ -46,6 +46,11 @@ class MatchClient:
     FINAL_CLOSES = (4401, 4404, 4413)  # signed out, no such match, a frame too large
     BACKOFF_S = (0.1, 0.2, 0.5, 1.0, 2.0)
     GIVE_UP_AFTER_S = 60.0
+    # A pong names the match's last event as soon as it is written, before its broadcast has
+    # come through the channel layer: a gap is only one if that event is still missing this
+    # long after. (Asking at once cost a loaded server a full state for every pong that beat
+    # its broadcast, which slowed the broadcasts, which made more pongs beat them.)
+    GAP_GRACE_S = 2.0
 
     def __init__(self, ws, *, name: str = "", opener=None):
         self.ws = ws
@@ -62,6 +67,7 @@ class MatchClient:
         self._opener = opener  # opens a new connection (None: never reconnect)
         self._closing = False
         self._unanswered: dict[int, dict] = {}  # cseq -> command sent, no ack or error yet
+        self._gap_check: asyncio.Task | None = None  # a pong named an event not seen yet
         self._changed = asyncio.Condition()
         self._reader = asyncio.create_task(self._read())
 
@@ -106,9 +112,7 @@ class MatchClient:
                 if message.get("type") == "state":
                     await self._on_state(message)
                 elif message.get("type") == "pong" and message.get("seq", 0) > self.seq:
-                    # A broadcast was lost with nothing after it to show the gap.
-                    self.gaps += 1
-                    await self.send({"type": "sync", "last_seq": self.seq})
+                    self._suspect_gap(message["seq"])
                 elif message.get("type") in ("ack", "error"):
                     self._unanswered.pop(message.get("cseq"), None)
                     if message.get("code") == "stale_cseq":  # another device of this seat
@@ -119,6 +123,26 @@ class MatchClient:
         except websockets.ConnectionClosed:
             pass
         self.close_code = self.ws.close_code
+
+    def _suspect_gap(self, seq: int) -> None:
+        """A pong named event ``seq``, not seen yet: its broadcast may be on its way, or lost
+        with nothing after it to show the gap. Resync if it has not come within the grace."""
+        if self.gap_check_pending:
+            return
+        self._gap_check = asyncio.create_task(self._resync_unless_seen(seq))
+
+    async def _resync_unless_seen(self, seq: int) -> None:
+        await asyncio.sleep(self.GAP_GRACE_S)
+        if self.seq < seq and not self._closing:
+            self.gaps += 1
+            await self.send({"type": "sync", "last_seq": self.seq})
+        async with self._changed:  # for a wait_for on gap_check_pending
+            self._gap_check = None
+            self._changed.notify_all()
+
+    @property
+    def gap_check_pending(self) -> bool:
+        return self._gap_check is not None and not self._gap_check.done()
 
     async def _reconnect(self) -> bool:
         """Open a new connection (with backoff) unless the close was final; then catch up and
@@ -209,6 +233,8 @@ class MatchClient:
 
     async def close(self) -> None:
         self._closing = True
+        if self._gap_check is not None:
+            self._gap_check.cancel()
         await self.ws.close()
         await self._reader
 

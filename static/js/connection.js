@@ -1,6 +1,6 @@
 // The match WebSocket: reconnects by itself (hello with the last seen seq), asks for a resync
-// when a numbered message is missing (or a pong names a later seq), numbers commands (cseq, kept per match in
-// sessionStorage) and estimates the server's clock offset from ping/pong round trips. A command
+// when a numbered message is missing (or a pong names a later seq that has not come a moment later),
+// numbers commands (cseq, kept per match in sessionStorage) and estimates the server's clock offset from ping/pong round trips. A command
 // not yet answered is sent again, with the same cseq, after a reconnect or when the server says it
 // could not take it now (the server applies each cseq once).
 
@@ -9,6 +9,9 @@ const BACKOFF_MS = [250, 500, 1_000, 2_000, 4_000];
 const RETRY_CODES = ["busy", "time_unavailable", "unavailable", "rate_limited"]; // nothing changed
 const RETRY_AFTER_MS = 300;
 const RETRIES = 5;
+// A pong names the match's last event as soon as it is written, before its broadcast has come
+// through: only an event still missing this long after is a gap (docs/protocol.md).
+const GAP_GRACE_MS = 2_000;
 
 export class Connection {
   constructor(matchId, handlers) {
@@ -20,6 +23,7 @@ export class Connection {
     this.bestRtt = Infinity;
     this.attempt = 0;
     this.pingTimer = null;
+    this.gapCheck = null; // a timer: a pong named an event not seen yet
     this.cseqKey = `sb-cseq-${matchId}`;
     this.unanswered = null; // {message, retries}: the last command sent, until ack or error
     window.addEventListener("online", () => this.reconnectNow());
@@ -99,9 +103,12 @@ export class Connection {
         this.bestRtt = Math.min(this.bestRtt, rtt);
         this.offsetMs = msg.server_ms + rtt / 2 - Date.now();
       }
-      // The last broadcast may have been lost with nothing after it to show the gap.
-      if (this.lastSeq !== null && msg.seq > this.lastSeq) {
-        this.sendRaw({ type: "sync", last_seq: this.lastSeq });
+      // The last broadcast may be on its way, or lost with nothing after it to show the gap.
+      if (this.lastSeq !== null && msg.seq > this.lastSeq && this.gapCheck === null) {
+        this.gapCheck = setTimeout(() => {
+          this.gapCheck = null;
+          if (this.lastSeq < msg.seq) this.sendRaw({ type: "sync", last_seq: this.lastSeq });
+        }, GAP_GRACE_MS);
       }
       return;
     }

@@ -7,6 +7,7 @@ database; conditions are waited for, never slept on."""
 import asyncio
 import json
 import random
+import threading
 import uuid
 from unittest.mock import patch
 
@@ -17,7 +18,7 @@ from django.test import Client
 
 import engine
 from clients.match_client import MatchClient, origin_of, play_match, ws_url_of
-from matches import services, timekeeping
+from matches import broadcast, services, timekeeping
 from matches.broadcast import visible_event
 from matches.models import Match, TimingFault
 from matches.selectors import match_record, match_state
@@ -295,6 +296,14 @@ def test_a_connected_player_who_does_not_act_loses_on_time(duel):
 # --- reconnecting, resync ----
 
 
+def start_broadcast_by(match: Match, user, send_all) -> None:
+    """The starter presses Start, its broadcast made by ``send_all`` instead of the layer's."""
+    with patch("matches.broadcast._send_all", send_all):
+        services.match_submit(
+            match_id=match.pk, user=user, command={"type": "start"}, arrival_ms=timekeeping.now_ms()
+        )
+
+
 def test_a_lost_last_broadcast_is_noticed_at_the_next_pong_and_resynced(duel):
     table = duel(ROOMY, grace_ms=60_000)
     table.deal_by_service()
@@ -305,19 +314,10 @@ def test_a_lost_last_broadcast_is_noticed_at_the_next_pong_and_resynced(duel):
     async def dropped(messages):  # the channel layer drops every message
         return None
 
-    def start_without_telling_anyone():
-        with patch("matches.broadcast._send_all", dropped):
-            services.match_submit(
-                match_id=match.pk,
-                user=user,
-                command={"type": "start"},
-                arrival_ms=timekeeping.now_ms(),
-            )
-
     async def scenario():
         client = await table.client(1 - starter)
         before = client.seq
-        await asyncio.to_thread(start_without_telling_anyone)
+        await asyncio.to_thread(start_broadcast_by, match, user, dropped)
         await client.send({"type": "ping"})
         await client.wait_for(lambda c: c.seq > before)
         return client
@@ -326,6 +326,46 @@ def test_a_lost_last_broadcast_is_noticed_at_the_next_pong_and_resynced(duel):
     assert client.gaps == 1
     assert [e["type"] for e in client.events] == ["start"]
     assert client.state["view"]["phase"] != "ready"
+
+
+def test_a_pong_that_beats_its_broadcast_asks_for_no_resync(duel):
+    """The seq is written before the broadcast is sent, so under load a pong can name an event
+    still on its way: the client waits for it instead of asking the server for a full state."""
+    table = duel(ROOMY, grace_ms=60_000)
+    table.deal_by_service()
+    match = table.match
+    starter = engine.first_to_act(match_state(match))
+    user = match.player0 if starter == 0 else match.player1
+    release, real_send_all = threading.Event(), broadcast._send_all
+
+    async def held_back(messages):  # the broadcast waits until the pong has been answered
+        await asyncio.to_thread(release.wait, 30)
+        await real_send_all(messages)
+
+    async def written_after(seq: int) -> None:
+        while ((await broadcast.clock_and_seq(match.pk))[1] or 0) <= seq:
+            await asyncio.sleep(0.01)
+
+    async def scenario():
+        client = await table.client(1 - starter)
+        before = client.seq
+        mover = asyncio.create_task(asyncio.to_thread(start_broadcast_by, match, user, held_back))
+        await asyncio.wait_for(written_after(before), 10)
+        await client.send({"type": "ping"})
+        await client.wait_for(lambda c: c.messages[-1]["type"] == "pong")
+        answered = len(client.messages)
+        assert client.messages[-1]["seq"] > client.seq == before
+        release.set()
+        await client.wait_for(lambda c: c.seq > before)
+        await mover
+        await client.wait_for(lambda c: not c.gap_check_pending, MatchClient.GAP_GRACE_S + 5)
+        return client, client.messages[answered:]
+
+    client, after_pong = asyncio.run(scenario())
+    assert client.gaps == 0
+    assert [m["type"] for m in after_pong] == ["state"]
+    assert "resync" not in after_pong[0]
+    assert [e["type"] for e in client.events] == ["start"]
 
 
 def test_reconnect_mid_turn_gets_the_missed_events_and_the_clock_runs_on(duel):

@@ -44,15 +44,19 @@ async def test_the_bots_count_only_what_happens_inside_the_measured_window():
     stats = Stats()
     now = asyncio.get_running_loop().time()
     stats.sample("ack", 1.0)  # no window yet: the bots are still connecting
+    stats.resync()
     stats.measure_from, stats.measure_until = now - 1, now + 60
     stats.sample("ack", 2.0)
     stats.command({"type": "error", "code": "busy"}, 3.0)
+    stats.resync()
     stats.measure_from, stats.measure_until = now - 60, now - 1
     stats.sample("broadcast", 4.0)
     stats.forfeit(-5.0)
+    stats.resync()
     counted = stats.as_dict()
     assert (counted["ack"], counted["broadcast"], counted["forfeit"]) == ([2.0], [], [])
     assert (counted["n"], counted["errors"], counted["early"]) == (1, {"busy": 1}, 0)
+    assert counted["resyncs"] == 1
 
 
 async def test_every_bot_process_opens_its_window_on_the_one_go_signal():
