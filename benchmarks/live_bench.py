@@ -36,6 +36,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from benchmarks import profiles
 from config.env import PUBSUB_SHARDS
@@ -423,6 +424,26 @@ def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
     return used
 
 
+def local_postgres() -> int | None:
+    """The postmaster of the PostgreSQL on this machine that the run uses, if it does: its
+    backends are its children, so its CPU counts beside the stack's."""
+    import psutil
+
+    host = urlsplit(os.environ.get("DATABASE_URL") or "").hostname
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    for process in psutil.process_iter(["name", "ppid"]):
+        try:
+            if (
+                process.info["name"] == "postgres"
+                and psutil.Process(process.info["ppid"]).name() != "postgres"
+            ):
+                return process.pid
+        except psutil.Error:
+            continue
+    return None
+
+
 # --- one run -----------------------------------------------------------------------------------
 
 
@@ -524,6 +545,8 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
     go.set()
     time.sleep(args.warmup)
     pids = {**stack.pids(), **{f"bots-{n}": bot.pid for n, bot in enumerate(bots)}}
+    if (postmaster := local_postgres()) is not None:
+        pids["postgresql"] = postmaster
     raw_profile = Path(stack.run_dir) / f"profile-{run}.txt"
     sampler = None
     if args.profile_seconds:  # where the first web process spends its time meanwhile

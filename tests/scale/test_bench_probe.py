@@ -10,7 +10,14 @@ import threading
 
 import pytest
 
-from benchmarks.live_bench import Stats, _ping, by_second, echo_probe, open_window
+from benchmarks.live_bench import (
+    Stats,
+    _ping,
+    by_second,
+    echo_probe,
+    local_postgres,
+    open_window,
+)
 from scripts.proc import free_port
 
 PROBE_S = 1.0
@@ -105,3 +112,19 @@ async def test_a_bot_pings_first_at_its_own_moment_then_every_ping_period():
     first, second, third = client.sent_at[:3]
     assert 0.05 <= first - started < 0.5  # not at once, and not a whole period late
     assert second - first >= 0.5 and third - second >= 0.5
+
+
+def test_the_cpu_of_a_postgresql_on_this_machine_is_counted_and_not_one_elsewhere(monkeypatch):
+    psutil = pytest.importorskip("psutil")
+    monkeypatch.setenv("DATABASE_URL", "postgres://bench@db.example.com:5432/bench")
+    assert local_postgres() is None
+    monkeypatch.setenv("DATABASE_URL", "sqlite:////tmp/bench.sqlite3")
+    assert local_postgres() is None
+    monkeypatch.setenv("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")
+    found = local_postgres()
+    running = any(p.info["name"] == "postgres" for p in psutil.process_iter(["name"]))
+    if not running:
+        pytest.skip("no PostgreSQL runs on this machine")
+    postmaster = psutil.Process(found)
+    assert postmaster.name() == "postgres"
+    assert postmaster.children(), "its backends and workers are its children"
