@@ -78,8 +78,8 @@ class Match(models.Model):
         ordering = ["-created_at"]
         # A move changes none of the indexed columns, so PostgreSQL rewrites the row in place (a
         # HOT update) and touches no index: keep what a move changes (seq, deadline_ms, the
-        # snapshot, the clocks) out of them. With eleven indexes, one of them on deadline_ms, a
-        # move's write took 1.8 ms; with these it takes 1.4 (docs/benchmarks.md, 2026-12-04).
+        # snapshot, the clocks) out of them. With eleven indexes, two of them over deadline_ms,
+        # a move's write took 0.2-0.3 ms longer (docs/benchmarks.md, 2026-12-04).
         indexes = [
             models.Index(fields=["status", "-finished_at"]),
             models.Index(fields=["player0", "-created_at"]),
