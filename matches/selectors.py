@@ -85,8 +85,9 @@ def seats_of(match_id: str, user) -> list[int] | None:
 
 def state_message(match_id: str, audience, last_seq: int | None) -> dict:
     """The full state for this audience, with the events after ``last_seq`` when the client
-    says what it saw (a resync after a reconnect or a gap)."""
-    match = Match.objects.get(pk=match_id)
+    says what it saw (a resync after a reconnect or a gap). The header (which grows with the
+    match) is not loaded: the snapshot is the state, the events are rows."""
+    match = Match.objects.defer("header").get(pk=match_id)
     state = match_state(match)
     viewer = broadcast.viewer_for(match, state, audience)
     events = events_since(match, last_seq) if last_seq is not None else []
