@@ -24,6 +24,14 @@ RETRY_CODES = ("rate_limited", "busy", "time_unavailable", "unavailable", "stale
 STALE_AFTER_S = 2.0  # a wait this long without news: ping, in case a broadcast was lost
 
 
+def reconnect_wait_s(attempt: int, backoff_s=(0.1, 0.2, 0.5, 1.0, 2.0), rng=random) -> float:
+    """How long to wait before reconnecting attempt ``attempt`` (0 first): anywhere up to the
+    backoff of that attempt ("full jitter"). The clients of a web process that died all lose
+    their sockets in the same instant; waiting the same time, they would all come back in
+    another, each asking the surviving processes for a full state at once."""
+    return rng.uniform(0, backoff_s[min(attempt, len(backoff_s) - 1)])
+
+
 def ws_url_of(base_url: str, match_id) -> str:
     """``http://host:port`` (or ``ws://…``) to ``ws://host:port/ws/match/<id>/``."""
     parts = urlsplit(base_url)
@@ -44,7 +52,6 @@ class MatchClient:
     commands still unanswered with the same ``cseq`` (the server applies each cseq once)."""
 
     FINAL_CLOSES = (4401, 4404, 4413)  # signed out, no such match, a frame too large
-    BACKOFF_S = (0.1, 0.2, 0.5, 1.0, 2.0)
     GIVE_UP_AFTER_S = 60.0
     # A pong names the match's last event as soon as it is written, before its broadcast has
     # come through the channel layer: a gap is only one if that event is still missing this
@@ -152,7 +159,7 @@ class MatchClient:
         loop = asyncio.get_running_loop()
         give_up = loop.time() + self.GIVE_UP_AFTER_S
         for attempt in range(1 << 30):
-            await asyncio.sleep(self.BACKOFF_S[min(attempt, len(self.BACKOFF_S) - 1)])
+            await asyncio.sleep(reconnect_wait_s(attempt))
             if self._closing or loop.time() > give_up:
                 return False
             try:
