@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import multiprocessing
 import os
@@ -40,6 +41,7 @@ from urllib.parse import urlsplit
 
 from benchmarks import profiles
 from config.env import PUBSUB_SHARDS
+from realtime.collector import settle_after_startup
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "live.json"
@@ -136,12 +138,35 @@ async def _play_all(seats: list[Seat], url: str, window: tuple, seed: int, out: 
             if seat.silent_after_s is not None:
                 client.watching_forfeits = seat.seat
             clients.append((seat, client))
+    settle_after_startup()
+    gc.callbacks.append(CollectorPauses(stats, asyncio.get_running_loop()))
     ready.set()
     rng = random.Random(seed)
     loop = asyncio.get_running_loop()
     end = await open_window(stats, go, window)
     await asyncio.gather(*(_play_seat(s, c, rng, loop, end, stats) for s, c in clients))
     Path(out).write_text(json.dumps(stats.as_dict()))
+
+
+class CollectorPauses:
+    """Times the full collections of a bot process. While its collector runs, a bot reads no
+    reply, so each reply that waited meanwhile is timed as the server's: the bots' collector
+    is set as the web processes' is (``settle_after_startup``), and what pauses are left are
+    reported beside the figures."""
+
+    def __init__(self, stats: Stats, loop: asyncio.AbstractEventLoop):
+        self.stats, self.loop, self.started = stats, loop, None
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self.started = time.perf_counter()
+        elif self.started is not None:
+            self.stats.collector_paused(
+                (time.perf_counter() - self.started) * 1000, self.loop.time()
+            )
+            self.started = None
 
 
 async def open_window(stats: Stats, go, window: tuple) -> float:
@@ -163,7 +188,7 @@ class Stats:
     once, nor the last, when every match still live resigns at once, are a steady state."""
 
     def __init__(self):
-        self.samples = {"ack": [], "ack_at": [], "broadcast": [], "forfeit": []}
+        self.samples = {"ack": [], "ack_at": [], "broadcast": [], "forfeit": [], "gc_pause": []}
         self.early = self.n = self.resyncs = 0
         self.errors = Counter()
         self.measure_from = self.measure_until = float("inf")
@@ -179,6 +204,11 @@ class Stats:
         if self.measuring():
             self.samples["forfeit"].append(late_ms)
             self.early += late_ms < 0
+
+    def collector_paused(self, ms: float, at: float) -> None:
+        """A full collection of the bot's own process took ``ms``, ending at loop time ``at``."""
+        if self.measure_from <= at < self.measure_until:
+            self.samples["gc_pause"].append(ms)
 
     def resync(self) -> None:
         if self.measuring():
@@ -558,17 +588,19 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
     ws = stack.url.replace("http://", "ws://")
     probe_s = max(5.0, args.seconds - 5)
     bare_url = f"ws://127.0.0.1:{stack.bare_port}/"
+    settle_after_startup()  # the probes' own process: no long collection times their echoes
     layer, bare = asyncio.run(_probes(f"{ws}/ws/echo/", bare_url, probe_s))
     after, elapsed = cpu_seconds(pids), time.monotonic() - started
     for bot in bots:
         bot.join(timeout=args.seconds + 120)  # (the warm-up is over)
     merged = {
-        "ack": [], "ack_at": [], "broadcast": [], "forfeit": [], "early": 0, "errors": Counter(),
+        "ack": [], "ack_at": [], "broadcast": [], "forfeit": [], "gc_pause": [], "early": 0,
+        "errors": Counter(),
         "n": 0, "resyncs": 0,
     }  # fmt: skip
     for out in outputs:
         part = json.loads(out.read_text()) if out.exists() else {"errors": {"bot died": 1}}
-        for key in ("ack", "broadcast", "forfeit"):
+        for key in ("ack", "broadcast", "forfeit", "gc_pause"):
             merged[key] += part.get(key, [])
         merged["early"] += part.get("early", 0)
         merged["n"] += part.get("n", 0)
@@ -588,6 +620,10 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
         "commands": merged["n"],
         "commands_per_s": round(merged["n"] / args.seconds, 1),
         "resyncs": merged["resyncs"],  # asked for by the bots: a gap seen, or a pong ahead
+        "bots_gc_pause_ms": {  # the bots' own full collections in the window (see CollectorPauses)
+            "n": len(merged["gc_pause"]),
+            "max": round(max(merged["gc_pause"]), 2) if merged["gc_pause"] else None,
+        },
         "ack_ms": percentiles(merged["ack"]),
         "ack_ms_by_second": by_second(merged["ack_at"]),
         "broadcast_ms": percentiles(merged["broadcast"]),
