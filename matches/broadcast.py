@@ -11,8 +11,9 @@ import contextlib
 import contextvars
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -114,8 +115,14 @@ def audiences(match: Match) -> tuple:
 
 def publish(match: Match, state: engine.MatchState, events: list[dict], writes=None) -> None:
     """Tell every audience of the match its view of the change (and Redis ``writes``: see
-    ``publish_messages``)."""
-    messages = [
+    ``publish_messages``). Inside ``held`` the views are built once the block ends: after the
+    mover's ack."""
+    players_of(match.id)  # a database read the first time: made here, in the service's thread
+    publish_messages(partial(_messages_of, match, state, events), writes)
+
+
+def _messages_of(match: Match, state: engine.MatchState, events: list[dict]) -> list:
+    return [
         (
             group_name(match.id, audience),
             {
@@ -125,15 +132,14 @@ def publish(match: Match, state: engine.MatchState, events: list[dict], writes=N
         )
         for audience in audiences(match)
     ]
-    publish_messages(messages, writes)
 
 
-def publish_messages(messages: list[tuple[str, dict]], writes=None) -> None:
-    """Send (group, message) pairs from sync code, after ``writes(pipe)`` has queued what
-    Redis must hold first into a pipeline (one round trip): both held for the loop inside
-    ``held``."""
+def publish_messages(build: Callable[[], list[tuple[str, dict]]], writes=None) -> None:
+    """Send the (group, message) pairs that ``build()`` makes, from sync code, after
+    ``writes(pipe)`` has queued what Redis must hold first into a pipeline (one round trip):
+    both held for the loop inside ``held``."""
     held = _held.get()
-    if held is not None and held.keep(messages, writes):
+    if held is not None and held.keep(build, writes):
         return
     if writes is not None:
         try:
@@ -142,7 +148,7 @@ def publish_messages(messages: list[tuple[str, dict]], writes=None) -> None:
             pipe.execute()
         except Exception:  # what the writes keep is rebuilt or expires (see their callers)
             log.exception("could not write a change's after-commit state to Redis")
-    async_to_sync(_send_all)(messages)  # one hop to the event loop for every audience
+    async_to_sync(_send_all)(build())  # one hop to the event loop for every audience
 
 
 @dataclass
@@ -150,22 +156,22 @@ class _Held:
     """What a ``held`` block keeps, until it ends: a call still running then (its awaiting
     task was cancelled) makes its writes and broadcasts itself."""
 
-    messages: list = field(default_factory=list)
+    builds: list = field(default_factory=list)
     writes: list = field(default_factory=list)
     open: bool = True
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def keep(self, messages: list, writes) -> bool:
+    def keep(self, build, writes) -> bool:
         with self.lock:
             if self.open:
-                self.messages.extend(messages)
+                self.builds.append(build)
                 self.writes.extend([] if writes is None else [writes])
             return self.open
 
     def close(self) -> tuple[list, list]:
         with self.lock:
             self.open = False
-            return self.writes, self.messages
+            return self.writes, self.builds
 
 
 # What the service calls that an event loop awaits leave for it (see ``held``).
@@ -177,20 +183,21 @@ async def held():
     """Hold the Redis writes and broadcasts of the service calls awaited in this block and
     make them from the event loop when it ends, committed or not: the database thread does
     not wait on Redis nor on the loop (a busy loop would make every later command wait
-    behind it), and the mover's ack, sent inside the block, waits on neither."""
+    behind it), and the mover's ack, sent inside the block, waits on neither, nor on the views
+    of the change (built at the end, on the loop)."""
     kept = _Held()
     token = _held.set(kept)
     try:
         yield
     finally:
         _held.reset(token)
-        writes, messages = kept.close()
+        writes, builds = kept.close()
         await _write_held(writes)
-        if messages:
+        if builds:
             try:
-                await _send_all(messages)
+                await _send_all([message for build in builds for message in build()])
             except Exception:  # committed all the same: the clients' resync repairs a loss
-                log.exception("could not broadcast %d messages", len(messages))
+                log.exception("could not broadcast %d changes", len(builds))
 
 
 async def _write_held(writes: list) -> None:
