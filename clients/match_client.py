@@ -25,11 +25,13 @@ STALE_AFTER_S = 2.0  # a wait this long without news: ping, in case a broadcast 
 
 
 def reconnect_wait_s(attempt: int, backoff_s=(0.1, 0.2, 0.5, 1.0, 2.0), rng=random) -> float:
-    """How long to wait before reconnecting attempt ``attempt`` (0 first): anywhere up to the
-    backoff of that attempt ("full jitter"). The clients of a web process that died all lose
-    their sockets in the same instant; waiting the same time, they would all come back in
-    another, each asking the surviving processes for a full state at once."""
-    return rng.uniform(0, backoff_s[min(attempt, len(backoff_s) - 1)])
+    """How long to wait before reconnecting attempt ``attempt`` (0 first): between half the
+    backoff of that attempt and all of it ("equal jitter"). The clients of a web process that
+    died all lose their sockets in the same instant; waiting the same time, they would all come
+    back in another, each asking the surviving processes for a full state at once. (Never less
+    than half: a server that closes each new socket at once is not met with a tight loop.)"""
+    step = backoff_s[min(attempt, len(backoff_s) - 1)]
+    return rng.uniform(step / 2, step)
 
 
 def ws_url_of(base_url: str, match_id) -> str:
@@ -108,6 +110,7 @@ class MatchClient:
                 if not await self._reconnect():
                     return
         finally:
+            self._cancel_gap_check()
             async with self._changed:
                 self.closed = True
                 self._changed.notify_all()
@@ -147,6 +150,11 @@ class MatchClient:
             self._gap_check = None
             self._changed.notify_all()
 
+    def _cancel_gap_check(self) -> None:
+        if self._gap_check is not None:
+            self._gap_check.cancel()
+            self._gap_check = None
+
     @property
     def gap_check_pending(self) -> bool:
         return self._gap_check is not None and not self._gap_check.done()
@@ -156,6 +164,7 @@ class MatchClient:
         resend what is unanswered. False: stay closed."""
         if self._closing or self._opener is None or self.close_code in self.FINAL_CLOSES:
             return False
+        self._cancel_gap_check()  # the hello below asks for everything missed
         loop = asyncio.get_running_loop()
         give_up = loop.time() + self.GIVE_UP_AFTER_S
         for attempt in range(1 << 30):
@@ -240,8 +249,7 @@ class MatchClient:
 
     async def close(self) -> None:
         self._closing = True
-        if self._gap_check is not None:
-            self._gap_check.cancel()
+        self._cancel_gap_check()
         await self.ws.close()
         await self._reader
 

@@ -55,7 +55,10 @@ def _without(event: dict, key: str) -> dict:
     return {name: value for name, value in event.items() if name != key}
 
 
-def state_message(match: Match, state: engine.MatchState, viewer: int | None, events=()) -> dict:
+def state_message(
+    match: Match, state: engine.MatchState, viewer: int | None, events=(), players=None
+) -> dict:
+    """``players``: the match's, if already read (``players_of``)."""
     dealing = _seqs_of_round_being_dealt(match, state)
     return {
         "type": "state",
@@ -65,7 +68,7 @@ def state_message(match: Match, state: engine.MatchState, viewer: int | None, ev
             "mode": match.mode,
             "rated": match.rated,
             "status": match.status,
-            "players": players_of(match.id),
+            "players": players_of(match.id) if players is None else players,
         },
         "you": viewer,
         # Who presses Start / Continue (or reveals, in pass-and-play) while the clocks stand:
@@ -117,17 +120,19 @@ def publish(match: Match, state: engine.MatchState, events: list[dict], writes=N
     """Tell every audience of the match its view of the change (and Redis ``writes``: see
     ``publish_messages``). Inside ``held`` the views are built once the block ends: after the
     mover's ack."""
-    players_of(match.id)  # a database read the first time: made here, in the service's thread
-    publish_messages(partial(_messages_of, match, state, events), writes)
+    players = players_of(match.id)  # a database read the first time: made in this thread
+    publish_messages(partial(_messages_of, match, state, events, players), writes)
 
 
-def _messages_of(match: Match, state: engine.MatchState, events: list[dict]) -> list:
+def _messages_of(match: Match, state: engine.MatchState, events: list[dict], players) -> list:
     return [
         (
             group_name(match.id, audience),
             {
                 "type": "match.message",
-                "payload": state_message(match, state, viewer_for(match, state, audience), events),
+                "payload": state_message(
+                    match, state, viewer_for(match, state, audience), events, players
+                ),
             },
         )
         for audience in audiences(match)
@@ -193,11 +198,18 @@ async def held():
         _held.reset(token)
         writes, builds = kept.close()
         await _write_held(writes)
-        if builds:
+        # Committed all the same: a change whose broadcast fails is repaired by a resync.
+        messages = []
+        for build in builds:
             try:
-                await _send_all([message for build in builds for message in build()])
-            except Exception:  # committed all the same: the clients' resync repairs a loss
-                log.exception("could not broadcast %d changes", len(builds))
+                messages.extend(build())
+            except Exception:
+                log.exception("could not build a change's broadcasts")
+        if messages:
+            try:
+                await _send_all(messages)
+            except Exception:
+                log.exception("could not broadcast %d messages", len(messages))
 
 
 async def _write_held(writes: list) -> None:

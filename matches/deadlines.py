@@ -35,9 +35,10 @@ def rebuild() -> int:
     the others (merging, so a deadline written meanwhile is not wiped)."""
     pairs = {
         str(match_id): ms
-        for match_id, ms in Match.objects.filter(deadline_ms__isnull=False)
-        .exclude(status__in=[Match.Status.FINISHED, Match.Status.VOID])
-        .values_list("id", "deadline_ms")
+        # By status, which leads an index: deadline_ms has none (a move changes it).
+        for match_id, ms in Match.objects.filter(
+            status__in=[Match.Status.WAITING, Match.Status.LIVE], deadline_ms__isnull=False
+        ).values_list("id", "deadline_ms")
     }
     client = sync_redis()
     gone = set(client.zrange(DEADLINES_KEY, 0, -1)) - set(pairs)

@@ -5,8 +5,8 @@
 // could not take it now (the server applies each cseq once).
 
 const PING_EVERY_MS = 5_000;
-// A reconnect waits a random share of its step ("full jitter"): the players of a web process that
-// died lose their sockets in one instant and must not all come back in another.
+// A reconnect waits between half its step and all of it ("equal jitter"): the players of a web
+// process that died lose their sockets in one instant and must not all come back in another.
 const BACKOFF_MS = [250, 500, 1_000, 2_000, 4_000];
 const RETRY_CODES = ["busy", "time_unavailable", "unavailable", "rate_limited"]; // nothing changed
 const RETRY_AFTER_MS = 300;
@@ -53,8 +53,11 @@ export class Connection {
     ws.addEventListener("close", () => {
       if (this.ws !== ws) return;
       clearInterval(this.pingTimer);
+      clearTimeout(this.gapCheck); // the hello after reconnecting asks for everything missed
+      this.gapCheck = null;
       this.status(navigator.onLine === false ? "offline" : "reconnecting");
-      const wait = Math.random() * BACKOFF_MS[Math.min(this.attempt, BACKOFF_MS.length - 1)];
+      const step = BACKOFF_MS[Math.min(this.attempt, BACKOFF_MS.length - 1)];
+      const wait = step / 2 + (Math.random() * step) / 2;
       this.attempt += 1;
       this.retry = setTimeout(() => this.open(), wait);
     });

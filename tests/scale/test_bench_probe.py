@@ -146,5 +146,5 @@ async def test_a_bot_process_reports_its_own_full_collections_inside_the_window(
         gc.collect()  # after the window
     finally:
         gc.callbacks.remove(watch)
-    (pause,) = stats.as_dict()["gc_pause"]
-    assert 0 <= pause < 10_000
+    pauses = stats.as_dict()["gc_pause"]  # the forced one (and any the collector ran itself)
+    assert pauses and all(0 <= pause < 10_000 for pause in pauses)
