@@ -360,11 +360,14 @@ def test_an_anonymous_flood_of_resigns_neither_ends_nor_voids_a_live_or_a_finish
     problems = []
     # An attacker's socket may be refused: closed with 4429 (the address's cap) or 4503 (try
     # later), or dropped at the handshake (Daphne's connect timeout, when the storm of
-    # handshakes outruns the server). It must not hang, nor be closed any other way (1011: a
+    # handshakes outruns the server) or right after it (1006: the connection ended without a
+    # close frame, as a refusal's can when the server drops the connection after sending it;
+    # seen once in CI, 1 of 150). It must not hang, nor be closed any other way (1011: a
     # crash). Enough of them must get in for the flood to be one.
     drops = [type(o).__name__ for o in opened if not isinstance(o, Sock)]
     outcomes = Counter([*fates, *drops])
-    allowed = {"in", f"refused {CLOSE_TOO_MANY}", f"refused {CLOSE_TRY_LATER}", *HANDSHAKE_DROPS}
+    refusals = {f"refused {code}" for code in (CLOSE_TOO_MANY, CLOSE_TRY_LATER, 1006)}
+    allowed = {"in", *refusals, *HANDSHAKE_DROPS}
     odd = {fate: n for fate, n in outcomes.items() if fate not in allowed}
     if odd:
         problems.append(f"sockets neither let in nor refused: {odd}")
