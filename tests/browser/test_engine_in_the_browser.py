@@ -151,6 +151,10 @@ def test_a_person_plays_a_whole_rated_match_against_the_computer_from_the_lobby(
     expect(page.locator("#overlay")).to_contain_text("lena")
 
 
+# The worker's analysis of a whole match takes 36-79 s here and up to 120 s is waited for; one
+# CI run on PostgreSQL reached the suite's 240 s in this test, and the browser killed with it
+# failed every test after it.
+@pytest.mark.timeout(480)
 def test_the_replay_shows_the_experts_judgement_and_lists_the_mistakes(servers, new_page):
     match, users = new_match()
     play_by_service_until(match.id, lambda state: state.result is not None)
