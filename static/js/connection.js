@@ -1,8 +1,9 @@
 // The match WebSocket: reconnects by itself (hello with the last seen seq), asks for a resync
-// when a numbered message is missing (or a pong names a later seq that has not come a moment later),
-// numbers commands (cseq, kept per match in sessionStorage) and estimates the server's clock offset from ping/pong round trips. A command
-// not yet answered is sent again, with the same cseq, after a reconnect or when the server says it
-// could not take it now (the server applies each cseq once).
+// when a numbered message is missing (or a pong names a later seq that has not come a moment
+// later), numbers commands (cseq, kept per match in sessionStorage) and estimates the server's
+// clock offset from ping/pong round trips. A command not yet answered is sent again, with the
+// same cseq, after a reconnect or when the server says it could not take it now (the server
+// applies each cseq once).
 
 const PING_EVERY_MS = 5_000;
 // A reconnect waits between half its step and all of it ("equal jitter"): the players of a web
