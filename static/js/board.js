@@ -86,7 +86,7 @@ function geometry(layout, limits) {
   const drawn = [];
   const ends = new Map(); // "a-b:side" -> {at, dir, turns, across}
   let crowded = false; // some tile found no free way and lies on another
-  if (!tiles.length) return { drawn, ends, crowded };
+  if (!tiles.length) return { drawn, ends, spots: new Map(), crowded };
   const spinner = layout.spinner ? key(layout.spinner) : null;
   const children = new Map();
   for (const t of tiles) {
@@ -123,14 +123,10 @@ function geometry(layout, limits) {
     return n;
   }
 
-  // Lay a tile from attachment point `at` heading `dir`; `turns` counts the line's turns;
-  // `across` is how far the previous tile reaches to each side of the line.
-  function lay(t, at, dir, turns, across) {
-    const [lo, hi] = t.tile;
-    const k = key(t.tile);
-    const isDouble = lo === hi;
-    const length = isDouble ? S : 2 * S;
-    const halfAcross = isDouble ? S : S / 2;
+  // The way a tile `length` long and `halfAcross` to each side of its line goes from attachment
+  // point `at` heading `dir`; `turns` counts the line's turns; `across` is how far the previous
+  // tile reaches to each side of the line. `fits`: the way lies on no other tile.
+  function findWay(at, dir, turns, across, length, halfAcross) {
     // Go on unless the far end would pass this line's limit or the tile would land on another;
     // else turn, the turned tile beside the end of the previous one, its near half touching it.
     // Of the two turns, the one heading away from the centre first: the lines snake outwards.
@@ -148,8 +144,19 @@ function geometry(layout, limits) {
       ? [straight, ...bends]
       : [...bends.filter(within), straight, ...bends.filter((w) => !within(w))];
     const way = ways.find((w) => !hits(box(w.at, w.dir, length, halfAcross)));
-    if (!way) crowded = true;
-    ({ at, dir, turns } = way || ways[0]);
+    return way ? { ...way, fits: true } : { ...ways[0], fits: false };
+  }
+
+  // Lay a tile from an end (`at`, `dir`, `turns`, `across` as for `findWay`).
+  function lay(t, at, dir, turns, across) {
+    const [lo, hi] = t.tile;
+    const k = key(t.tile);
+    const isDouble = lo === hi;
+    const length = isDouble ? S : 2 * S;
+    const halfAcross = isDouble ? S : S / 2;
+    const way = findWay(at, dir, turns, across, length, halfAcross);
+    if (!way.fits) crowded = true;
+    ({ at, dir, turns } = way);
     if (!isDouble) occupied.push(box(at, dir, length, halfAcross));
     if (isDouble) {
       const c = add(at, dir, S / 2);
@@ -205,7 +212,18 @@ function geometry(layout, limits) {
     follow(`${k}:low`);
     follow(`${k}:high`);
   }
-  return { drawn, ends, crowded };
+  // Each open place's dot goes where a tile played there would lie, and that room is kept, so
+  // no dot lies on a tile or on another place's dot (two lines may end facing each other).
+  const spots = new Map(); // place key -> the dot's centre
+  for (const place of layout.places || []) {
+    const e = place && ends.get(placeKey(place));
+    if (!e) continue;
+    const way = findWay(e.at, e.dir, e.turns, e.across, 2 * S, S / 2);
+    if (!way.fits) crowded = true;
+    occupied.push(box(way.at, way.dir, 2 * S, S / 2));
+    spots.set(placeKey(place), add(way.at, way.dir, S * 1.1));
+  }
+  return { drawn, ends, spots, crowded };
 }
 
 // The frame of a table `aspect` times as wide as high, `scale` times the usual size, and the
@@ -243,7 +261,7 @@ export function renderBoard(svg, layout, options = {}) {
   while (svg.firstChild) svg.removeChild(svg.firstChild);
   const area = svg.getBoundingClientRect();
   const aspect = area.width && area.height ? area.width / area.height : 2;
-  const { frame, drawn, ends } = options.steady
+  const { frame, drawn, ends, spots } = options.steady
     ? framedGeometry(layout, aspect)
     : { frame: null, ...geometry(layout, FREE_LIMITS) };
   const root = el("g", { class: "board-root" }, svg);
@@ -286,9 +304,8 @@ export function renderBoard(svg, layout, options = {}) {
   const dotPlaces = options.dots === "open" ? layout.places || [] : options.dots || [];
   const dots = el("g", { class: "place-dots" }, root);
   for (const place of dotPlaces) {
-    const e = ends.get(`${key(place.tile)}:${place.side}`);
-    if (!e) continue;
-    const pos = add(e.at, e.dir, S * 1.1); // beyond the counted number, where the tile would go
+    const pos = spots.get(placeKey(place));
+    if (!pos) continue;
     grow(pos[0], pos[1], S * 0.9);
     const g = el("g", { class: "place-dot", "data-place": placeKey(place) }, dots);
     el("circle", { cx: pos[0], cy: pos[1], r: S * 0.3 }, g);
@@ -302,7 +319,8 @@ export function renderBoard(svg, layout, options = {}) {
       g.setAttribute("role", "button");
       g.classList.add("active");
       if (options.placeLabel) g.setAttribute("aria-label", options.placeLabel(place));
-      const hit = el("circle", { cx: pos[0], cy: pos[1], r: S * 0.6, class: "hit" }, g);
+      // The touch area: as wide as a dot's room, so that no two places' areas overlap.
+      const hit = el("circle", { cx: pos[0], cy: pos[1], r: S * 0.5, class: "hit" }, g);
       hit.setAttribute("fill", "transparent");
       g.addEventListener("click", () => options.onPlace(place));
       g.addEventListener("keydown", (event) => {
