@@ -214,14 +214,15 @@ function geometry(layout, limits) {
   }
   // Each open place's dot goes where a tile played there would lie, and that room is kept, so
   // no dot lies on a tile or on another place's dot (two lines may end facing each other).
-  const spots = new Map(); // place key -> the dot's centre
+  const spots = new Map(); // place key -> {at: the dot's centre, room: that tile's box}
   for (const place of layout.places || []) {
     const e = place && ends.get(placeKey(place));
     if (!e) continue;
     const way = findWay(e.at, e.dir, e.turns, e.across, 2 * S, S / 2);
     if (!way.fits) crowded = true;
-    occupied.push(box(way.at, way.dir, 2 * S, S / 2));
-    spots.set(placeKey(place), add(way.at, way.dir, S * 1.1));
+    const room = box(way.at, way.dir, 2 * S, S / 2);
+    occupied.push(room);
+    spots.set(placeKey(place), { at: add(way.at, way.dir, S * 1.1), room });
   }
   return { drawn, ends, spots, crowded };
 }
@@ -304,10 +305,18 @@ export function renderBoard(svg, layout, options = {}) {
   const dotPlaces = options.dots === "open" ? layout.places || [] : options.dots || [];
   const dots = el("g", { class: "place-dots" }, root);
   for (const place of dotPlaces) {
-    const pos = spots.get(placeKey(place));
-    if (!pos) continue;
+    const spot = spots.get(placeKey(place));
+    if (!spot) continue;
+    const pos = spot.at;
+    const [left, top, right, bottom] = spot.room.map((v, i) => v + (i < 2 ? GAP / 2 : -GAP / 2));
+    grow(left, top);
+    grow(right, bottom);
     grow(pos[0], pos[1], S * 0.9);
     const g = el("g", { class: "place-dot", "data-place": placeKey(place) }, dots);
+    // The outline of the tile a play here would lay: it shows which end the dot belongs to
+    // where a line turns, or two ends lie side by side.
+    const outline = { x: left, y: top, width: right - left, height: bottom - top, rx: S * 0.12 };
+    el("rect", { ...outline, class: "place-room" }, g);
     el("circle", { cx: pos[0], cy: pos[1], r: S * 0.3 }, g);
     const score = options.placeScore ? options.placeScore(place) : 0;
     if (score) {
