@@ -314,7 +314,8 @@ export function renderBoard(svg, layout, options = {}) {
     grow(pos[0], pos[1], S * 0.9);
     const g = el("g", { class: "place-dot", "data-place": placeKey(place) }, dots);
     // The outline of the tile a play here would lay: it shows which end the dot belongs to
-    // where a line turns, or two ends lie side by side.
+    // where a line turns, or two ends lie side by side, and it is the place's touch area (no
+    // two overlap).
     const outline = { x: left, y: top, width: right - left, height: bottom - top, rx: S * 0.12 };
     el("rect", { ...outline, class: "place-room" }, g);
     el("circle", { cx: pos[0], cy: pos[1], r: S * 0.3 }, g);
@@ -328,9 +329,6 @@ export function renderBoard(svg, layout, options = {}) {
       g.setAttribute("role", "button");
       g.classList.add("active");
       if (options.placeLabel) g.setAttribute("aria-label", options.placeLabel(place));
-      // The touch area: as wide as a dot's room, so that no two places' areas overlap.
-      const hit = el("circle", { cx: pos[0], cy: pos[1], r: S * 0.5, class: "hit" }, g);
-      hit.setAttribute("fill", "transparent");
       g.addEventListener("click", () => options.onPlace(place));
       g.addEventListener("keydown", (event) => {
         if (event.key === "Enter" || event.key === " ") {

@@ -298,9 +298,10 @@ def open_layouts(matches: int) -> list:
 
 def test_no_place_dot_lies_on_another_or_on_a_tile(servers, new_page):
     """Each open place's dot is a target of its own: at a phone's and a desktop's board shape,
-    no two dots' centres are closer than a half-tile (their touch areas' width; screen rounding
-    aside) and no dot lies on a tile. Two lines may end facing the same spot (seen in CI: the
-    west chain turned twice and ended under the spinner's north arm, both dots in one place)."""
+    no two places' touch areas (the outline of the tile a play there would lay) overlap, no two
+    dots' centres are closer than a half-tile (screen rounding aside) and no dot lies on a
+    tile. Two lines may end facing the same spot (seen in CI: the west chain turned twice and
+    ended under the spinner's north arm, both dots in one place)."""
     layouts = open_layouts(8)
     assert len(layouts) > 1_000
     page = new_page()
@@ -329,6 +330,17 @@ def test_no_place_dot_lies_on_another_or_on_a_tile(servers, new_page):
                     const faces = [...svg.querySelectorAll(".domino .tile-face")].map((f) => {
                         const r = f.getBoundingClientRect();
                         return [r.left / unit, r.top / unit, r.right / unit, r.bottom / unit];
+                    });
+                    const rooms = [...svg.querySelectorAll(".place-dot .place-room")].map((f) => {
+                        const r = f.getBoundingClientRect();
+                        return [r.left / unit, r.top / unit, r.right / unit, r.bottom / unit];
+                    });
+                    rooms.forEach(([left, top, right, bottom], i) => {
+                        for (const [l, t, r, b] of rooms.slice(i + 1)) {
+                            const x = Math.min(right, r) - Math.max(left, l);
+                            const y = Math.min(bottom, b) - Math.max(top, t);
+                            if (x > 1 && y > 1) clashes.push([width, index, i, "touch areas"]);
+                        }
                     });
                     dots.forEach(([place, [x, y]], i) => {
                         for (const [other, [u, v]] of dots.slice(i + 1)) {
