@@ -10,6 +10,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 import engine
+from engine.analysis import decision_frames
+from engine.simulate import simulate_match
 from tests.browser.driver import (
     click_play,
     current,
@@ -282,9 +284,6 @@ def test_the_auction_offers_quick_amounts_with_their_cost_and_sets_waive_apart(s
 def open_layouts(matches: int) -> list:
     """Every layout a player chose a play on in ``matches`` simulated greedy matches, each with
     two or more open places."""
-    from engine.analysis import decision_frames
-    from engine.simulate import simulate_match
-
     layouts = []
     for index in range(matches):
         record = simulate_match(index, "open-places", ("greedy", "greedy"))
