@@ -22,7 +22,7 @@ from redis.exceptions import RedisError
 import engine
 from realtime.redis_clients import async_redis, sync_redis
 
-from . import deadlines
+from . import deadlines, rows
 from .models import Match
 from .timekeeping import authority_ms
 
@@ -125,18 +125,18 @@ def publish(match: Match, state: engine.MatchState, events: list[dict], writes=N
 
 
 def _messages_of(match: Match, state: engine.MatchState, events: list[dict], players) -> list:
-    return [
-        (
-            group_name(match.id, audience),
-            {
-                "type": "match.message",
-                "payload": state_message(
-                    match, state, viewer_for(match, state, audience), events, players
-                ),
-            },
-        )
-        for audience in audiences(match)
-    ]
+    """Each audience's view; the players' groups also carry the row as written (``row``, never
+    forwarded to a client): the process of the opponent's socket makes its next move from it
+    instead of reading it again (matches/rows.py)."""
+    row = rows.shared(match)
+    messages = []
+    for audience in audiences(match):
+        view = state_message(match, state, viewer_for(match, state, audience), events, players)
+        message = {"type": "match.message", "payload": view}
+        if audience in (0, 1) and row is not None:
+            message["row"] = row
+        messages.append((group_name(match.id, audience), message))
+    return messages
 
 
 def publish_messages(build: Callable[[], list[tuple[str, dict]]], writes=None) -> None:

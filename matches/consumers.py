@@ -92,7 +92,7 @@ class MatchConsumer(GuardedJsonConsumer):
         different processes may arrive out of order (or not at all), so a broadcast that skips
         ahead is replaced by a resync from the record, and one already covered is dropped."""
         payload = event["payload"]
-        services.match_seen_at(self.match_id, payload["seq"])
+        services.match_seen_at(self.match_id, payload["seq"], event.get("row"))
         if payload["seq"] <= self.sent_seq:
             return
         events = payload.get("events") or []

@@ -11,6 +11,9 @@ queryset would do it.
 from __future__ import annotations
 
 import copy
+import hmac
+import logging
+import pickle
 import threading
 from collections import OrderedDict
 from contextlib import nullcontext
@@ -18,9 +21,11 @@ from functools import cache, partial
 
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, connection, connections, transaction
-from django.db.backends.signals import connection_created
+from django.utils.crypto import salted_hmac
 
 from .models import Match, MatchEvent
+
+log = logging.getLogger(__name__)
 
 UNLOADED = "header"  # grows with the match: loaded, by its own query, only when it is needed
 RECENT_ROWS = 5_000  # rows this process keeps of the matches it wrote last (about 2 kB each)
@@ -44,15 +49,9 @@ def read(match_id, *, lock: bool) -> Match | None:
 
 
 def keep_written_rows() -> None:
-    """Keep the rows this process writes (see ``_Recent``): for web processes, which hear of
-    every later change to their matches through the broadcasts. A new database connection
-    (a restart, a failover to a replica that may not have every write) starts over."""
+    """Keep the rows this process writes or hears of (see ``_Recent``): for web processes,
+    which hear of every later change to their matches through the broadcasts."""
     recent.enabled = True
-    connection_created.connect(_start_over, dispatch_uid="rows.recent")
-
-
-def _start_over(**_kwargs) -> None:
-    recent.clear()
 
 
 def forget(match_id) -> None:
@@ -61,10 +60,54 @@ def forget(match_id) -> None:
         recent.forget(str(pk))
 
 
-def forget_older(match_id, seq: int) -> None:
-    """The match has reached ``seq`` elsewhere: a row kept from before it is no longer used."""
-    if (pk := _pk_of(match_id)) is not None:
-        recent.forget_older(str(pk), seq)
+def shared(match: Match) -> bytes | None:
+    """The row as this process has just written it, for the other web processes (sent with
+    the change's broadcast, see ``heard``): signed, since it carries a pickle (the snapshot)
+    through Redis. None where rows have no version (it would never be used)."""
+    version = getattr(match, VERSION, None)
+    if version is None:
+        return None
+    reader = _reader(connection.alias)
+    row = (reader.layout, match.seq, version, _kept_values(match, reader))
+    row = pickle.dumps(row, pickle.HIGHEST_PROTOCOL)
+    return _signature(row) + row
+
+
+def heard(match_id, seq: int, row: bytes | None) -> None:
+    """A broadcast of the match at ``seq`` reached this process, with the row written
+    (``shared``) or without: keep that row for this process's next move of the match, as if it
+    had written it, or at least stop using one kept from before. A row signed by nobody here,
+    or of another layout of the table (a rolling upgrade), is not kept."""
+    if (pk := _pk_of(match_id)) is None or not recent.enabled:
+        return
+    key = str(pk)
+    if recent.seq_of(key) == seq:
+        return  # this process's own change: kept already
+    kept = _unpacked(row) if row is not None else None
+    if kept is None or kept[0] != seq:
+        recent.forget_older(key, seq)
+        return
+    recent.put(key, *kept)
+
+
+def _unpacked(row) -> tuple[int, str, list | None] | None:
+    if not isinstance(row, bytes):
+        return None
+    signature, body = row[:_SIGNATURE_BYTES], row[_SIGNATURE_BYTES:]
+    if not hmac.compare_digest(signature, _signature(body)):
+        log.warning("a broadcast's row is not signed with this site's key: not kept")
+        return None
+    layout, seq, version, values = pickle.loads(body)
+    if layout != _reader(connection.alias).layout:
+        return None
+    return seq, version, values
+
+
+def _signature(body: bytes) -> bytes:
+    return salted_hmac("matches.rows.shared", body, algorithm="sha256").digest()
+
+
+_SIGNATURE_BYTES = 32
 
 
 def _pk_of(match_id):
@@ -76,15 +119,16 @@ def _pk_of(match_id):
 
 
 class _Recent:
-    """The row of each match as this process last wrote it, by match (at most ``size``).
+    """The row of each match as it was last written, by this process or by the one whose
+    broadcast of it this process heard (``heard``), by match (at most ``size``).
 
     Where the database keeps a version of each row (PostgreSQL's ``xmin`` and ``ctid``, changed
-    by every write, by anyone), a move read without the lock starts from the row it wrote last
-    instead of reading it again: a round trip fewer. Never a second truth: the write that follows is
+    by every write, by anyone), a move read without the lock starts from the row kept instead
+    of reading it again: a round trip fewer. Never a second truth: the write that follows is
     conditional on that version, so a row written since by anyone (another web process, a
     timeout, an operator) makes it ``Stale`` and the move is made again under the lock. A
-    broadcast of a later seq (``forget_older``) drops the row first, so a match whose players sit
-    on two processes reads its row as before instead of meeting a stale one."""
+    broadcast of a later seq that brings no row drops the kept one first, so the next move
+    reads the row instead of meeting a stale one."""
 
     enabled = False  # see keep_written_rows
 
@@ -120,6 +164,11 @@ class _Recent:
             self.rows.move_to_end(key)
             while len(self.rows) > self.size:
                 self.rows.popitem(last=False)
+
+    def seq_of(self, key: str) -> int | None:
+        with self.lock:
+            kept = self.rows.get(key)
+        return None if kept is None else kept[0]
 
     def forget(self, key: str) -> None:
         with self.lock:
@@ -170,7 +219,7 @@ def store(match: Match, events: list[dict], *, round_no: int, read_seq: int | No
             if (read_version := getattr(match, VERSION, None)) is None:
                 recent.forget(str(match.pk))
                 raise Stale(f"match {match.pk} was read without its row's version")
-            row.extend(read_version.split(":", 1))  # xmin, ctid
+            row.extend(_version_parts(read_version))
     data = MatchEvent._meta.get_field("data")
     # PostgreSQL takes the match's pk from the row it updated; elsewhere each event names it.
     named = () if connection.vendor == "postgresql" else (row[len(fields)],)
@@ -198,9 +247,16 @@ def store(match: Match, events: list[dict], *, round_no: int, read_seq: int | No
     if version is not None:
         setattr(match, VERSION, version)
         # The row as written now, kept once it is committed (never if it is rolled back).
-        values = [getattr(match, field.attname) for field in reader.fields]
-        kept = None if match.finished_at is not None else _copied(values)
+        kept = _kept_values(match, reader)
+        kept = None if kept is None else _copied(kept)
         transaction.on_commit(partial(recent.put, str(match.pk), match.seq, version, kept))
+
+
+def _kept_values(match: Match, reader: _Reader) -> list | None:
+    """The row's values to keep, or None for a match over (it takes no more moves)."""
+    if match.finished_at is not None:
+        return None
+    return [getattr(match, field.attname) for field in reader.fields]
 
 
 def _check_written(cursor, match: Match, read_seq: int | None, *, expected: int) -> None:
@@ -227,6 +283,9 @@ class _Reader:
         self.sql = f"SELECT {columns} FROM {_table(db, Match)} WHERE {_pk(db, Match)} = %s"
         self.locking_sql = self.sql + lock
         self.attnames = frozenset(field.attname for field in self.fields)
+        # Which columns a row's values are, in order: a row from another process is used
+        # only if its code has the same ones.
+        self.layout = ",".join(field.attname for field in self.fields)
         self.converters = []
         for index, field in enumerate(self.fields):
             column = field.get_col(Match._meta.db_table)
@@ -273,7 +332,10 @@ def _store_sql(alias: str, header_unloaded: bool, event_count: int, conditional:
     if conditional:
         where += f" AND {db.ops.quote_name(Match._meta.get_field('seq').column)} = %s"
         if versioned:
-            where += " AND xmin = %s::xid AND ctid = %s::tid"
+            where += (
+                " AND xmin = %s::xid AND ctid = %s::tid"
+                " AND pg_postmaster_start_time() = %s::timestamptz"
+            )
     update = f"UPDATE {_table(db, Match)} SET {assignments} WHERE {where}"
     if event_count == 0:
         return (f"{update} RETURNING {_VERSION_SQL}",) if versioned else (update,)
@@ -294,10 +356,17 @@ def _store_sql(alias: str, header_unloaded: bool, event_count: int, conditional:
     )
 
 
-# PostgreSQL's version of a row: the transaction that wrote it and where (any write makes a new
-# one; the place tells apart two writes of one transaction, and a transaction id used again
-# after a failover to a replica that had not seen it).
-_VERSION_SQL = "xmin::text || ':' || ctid::text"
+# PostgreSQL's version of a row: the transaction that wrote it, where, and on which run of which
+# server (any write makes a new one; the place tells apart two writes of one transaction; the
+# server's start tells apart a transaction id used again after a restart or a failover to a
+# replica that had not seen every write, so no row kept from before is ever written over).
+_VERSION_SQL = "xmin::text || ':' || ctid::text || '@' || pg_postmaster_start_time()::text"
+
+
+def _version_parts(version: str) -> list[str]:
+    """A version's transaction id, place and server start, as the conditional write takes them."""
+    written, started = version.split("@", 1)
+    return [*written.split(":", 1), started]
 
 
 def _table(db, model) -> str:

@@ -156,10 +156,11 @@ def match_submit(
         return submitted(locked=True)
 
 
-def match_seen_at(match_id, seq: int) -> None:
-    """A broadcast of the match at ``seq`` reached this process: a copy of its row from before
-    that is not used for a move (it would only be found stale when written)."""
-    rows.forget_older(match_id, seq)
+def match_seen_at(match_id, seq: int, row: bytes | None = None) -> None:
+    """A broadcast of the match at ``seq`` reached this process, with the ``row`` its writer
+    shared or without: this process's next move of the match starts from that row, and never
+    from a copy of its row from before (it would only be found stale when written)."""
+    rows.heard(match_id, seq, row)
 
 
 class _NeedsLock(Exception):

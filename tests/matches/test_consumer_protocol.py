@@ -319,6 +319,10 @@ async def test_the_starters_start_is_acked_and_both_seats_get_their_own_views_in
     assert starter in (0, 1) and firsts[1]["starter"] == starter
     broadcasts = await press_start(sockets, starter)
     for seat, message in broadcasts.items():
+        # Only the view: never the row the service shares between its processes with it.
+        assert set(message) == {
+            "type", "seq", "match", "you", "starter", "view", "events", "deadline"
+        }  # fmt: skip
         assert message["seq"] == message["view"]["seq"] > match.seq
         assert "resync" not in message
         assert (message["you"], message["view"]["seat"]) == (seat, seat)

@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 
 import engine
 from engine.replay import replay
-from matches import rows, services
+from matches import broadcast, rows, services
 from matches.models import Match
 
 pytestmark = [
@@ -60,6 +60,122 @@ def test_a_broadcast_of_a_later_seq_makes_the_next_move_read_the_row(table):
     services.match_seen_at(str(table.match.pk), table.match.seq + 1)  # moved on elsewhere
     statements = statements_of_next_move(table)
     assert len(reads_of_the_match(statements)) == 1
+
+
+@pytest.fixture
+def sent(monkeypatch) -> list[tuple[str, dict]]:
+    """The (group, message) pairs the service's broadcasts put on the channel layer."""
+    messages = []
+
+    async def send_all(pairs):
+        messages.extend(pairs)
+
+    monkeypatch.setattr(broadcast, "_send_all", send_all)
+    return messages
+
+
+def rows_sent(sent, match) -> dict[str, bytes | None]:
+    """The row each audience's group was sent with the match's last broadcast."""
+    last = [(group, message) for group, message in sent if message["payload"]["seq"] == match.seq]
+    return {group.rsplit(".", 1)[1]: message.get("row") for group, message in last}
+
+
+def hear(match, row) -> None:
+    """This process's socket of the match got its broadcast at the match's seq, with ``row``."""
+    services.match_seen_at(str(match.pk), match.seq, row)
+
+
+def test_a_row_heard_with_the_opponents_broadcast_makes_the_next_move_read_no_row(table, sent):
+    # The players sit on two web processes: the mover's process kept the row it wrote, the
+    # other process learns it from the broadcast alone.
+    table.start(after_ms=1_000)
+    shared = rows_sent(sent, table.match)
+    assert shared["watch"] is None  # a spectator's process never moves
+    assert shared["seat0"] == shared["seat1"] is not None
+    rows.recent.clear()  # the other process kept nothing of this match
+    hear(table.match, shared["seat0"])
+    assert reads_of_the_match(statements_of_next_move(table)) == []
+    # And the other way round, move after move.
+    for _ in range(3):
+        shared = rows_sent(sent, table.match)["seat1"]
+        rows.recent.clear()
+        hear(table.match, shared)
+        assert reads_of_the_match(statements_of_next_move(table)) == []
+    assert replay(Match.objects.get(pk=table.match.pk).record).seq == table.match.seq
+
+
+def test_a_heard_row_made_stale_by_a_later_write_is_not_overwritten(table, sent):
+    table.start(after_ms=1_000)
+    shared = rows_sent(sent, table.match)["seat0"]
+    rows.recent.clear()
+    Match.objects.filter(pk=table.match.pk).update(rated=True)  # an operator, seq unchanged
+    hear(table.match, shared)
+    statements = statements_of_next_move(table)
+    assert any(sql.endswith("FOR UPDATE") for sql in statements)  # redone under the lock
+    assert Match.objects.get(pk=table.match.pk).rated
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        "a string",
+        b"",
+        b"short",
+        12,
+        ["a", "list"],
+        None,
+    ],
+)
+def test_a_row_that_is_not_one_is_not_kept_and_the_older_kept_row_goes(table, sent, garbage):
+    table.start(after_ms=1_000)
+    rows.recent.clear()
+    rows.recent.put(str(table.match.pk), table.match.seq - 1, "1:(0,1)", [])  # from before
+    hear(table.match, garbage)
+    assert str(table.match.pk) not in rows.recent.rows
+    assert len(reads_of_the_match(statements_of_next_move(table))) == 1
+
+
+def test_a_row_not_signed_with_the_sites_key_is_never_unpickled(table, sent, monkeypatch):
+    # A pickle from Redis would run whatever it names: only a row this site signed is opened.
+    table.start(after_ms=1_000)
+    shared = rows_sent(sent, table.match)["seat0"]
+    rows.recent.clear()
+    opened = []
+    monkeypatch.setattr(rows.pickle, "loads", lambda body: opened.append(body))
+    hear(table.match, shared[:-1] + bytes([shared[-1] ^ 1]))
+    forged_signature = bytes(32) + shared[32:]
+    hear(table.match, forged_signature)
+    assert opened == []
+    assert str(table.match.pk) not in rows.recent.rows
+
+
+def test_a_row_of_another_seq_or_another_layout_of_the_table_is_not_kept(table, sent, monkeypatch):
+    table.start(after_ms=1_000)
+    shared = rows_sent(sent, table.match)["seat0"]
+    rows.recent.clear()
+    services.match_seen_at(str(table.match.pk), table.match.seq + 1, shared)
+    assert str(table.match.pk) not in rows.recent.rows
+    # A rolling upgrade: the sender's code had other columns than this process's.
+    reader = rows._reader(connection.alias)
+    with monkeypatch.context() as upgraded:
+        upgraded.setattr(reader, "layout", reader.layout + ",a_new_column")
+        hear(table.match, shared)
+    assert str(table.match.pk) not in rows.recent.rows
+    hear(table.match, shared)
+    assert str(table.match.pk) in rows.recent.rows
+
+
+def test_the_row_of_a_finished_match_is_shared_as_none_and_drops_the_kept_one(table, sent):
+    table.start(after_ms=1_000)
+    rows.recent.clear()
+    hear(table.match, rows_sent(sent, table.match)["seat0"])
+    assert str(table.match.pk) in rows.recent.rows
+    table.submit(table.state.decider, {"type": "resign"}, after_ms=1_000)
+    shared = rows_sent(sent, table.match)["seat1"]
+    rows.recent.clear()
+    rows.recent.put(str(table.match.pk), table.match.seq - 1, "1:(0,1)", [])
+    hear(table.match, shared)
+    assert str(table.match.pk) not in rows.recent.rows
 
 
 def test_a_broadcast_of_the_kept_seq_or_an_older_one_keeps_the_row(table):
@@ -145,14 +261,18 @@ def test_a_process_that_hears_no_broadcasts_keeps_no_rows(table, monkeypatch):
     assert len(reads_of_the_match(statements_of_next_move(table))) == 1
 
 
-def test_a_new_database_connection_starts_over(table):
-    # After a failover the database may not have every write this process kept.
-    rows.keep_written_rows()
+def test_a_row_kept_from_before_the_database_restarted_or_failed_over_is_not_written_over(table):
+    # A replica promoted after a failover may not have had every write, and may give the same
+    # transaction id and place to another write: the server's start tells the two apart.
     table.start(after_ms=1_000)
-    assert str(table.match.pk) in rows.recent.rows
-    connection.close()
-    connection.ensure_connection()
-    assert rows.recent.rows == {}
+    key = str(table.match.pk)
+    seq, version, values = rows.recent.rows[key]
+    written, started = version.split("@", 1)
+    rows.recent.rows[key] = (seq, f"{written}@2001-01-01 00:00:00+00", values)
+    statements = statements_of_next_move(table)
+    assert any(sql.endswith("FOR UPDATE") for sql in statements)  # redone under the lock
+    assert Match.objects.get(pk=table.match.pk).seq == table.match.seq > seq
+    assert rows.recent.rows[key][1].endswith(f"@{started}")
 
 
 def test_a_row_kept_is_not_replaced_by_an_older_one():
