@@ -7,7 +7,7 @@ restart while it holds an unacknowledged message (docs/deploy.md, "Broker restar
 import logging
 import os
 
-from celery import Celery
+from celery import Celery, signals
 from celery.worker.consumer import Consumer
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -60,3 +60,14 @@ app = Celery("config")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.worker_consumer = "config.celery:BrokerRestartSafeConsumer"
 app.autodiscover_tasks()
+
+
+@signals.task_prerun.connect
+@signals.task_postrun.connect
+def _close_old_database_connections(**_kwargs) -> None:
+    """A task's database connections are looked after as a request's are (the worker keeps
+    them, CELERY_DB_REUSE_MAX): CONN_MAX_AGE, a health check before reuse, a connection that
+    raised replaced."""
+    from django.db import close_old_connections
+
+    close_old_connections()

@@ -80,7 +80,24 @@ def database_config(url: str, *, conn_max_age: int = 0) -> dict:
         }
         # A file, not ":memory:", so test servers in subprocesses (Daphne, Celery) share it.
         config["TEST"] = {"NAME": str(name.with_name(f"test_{name.name}"))}
+    elif config["ENGINE"] == "django.db.backends.postgresql":
+        config["OPTIONS"] = {**POSTGRESQL_TCP_OPTIONS, **config.get("OPTIONS", {})}
     return config
+
+
+# libpq's TCP settings (ignored over a Unix socket). A server that vanishes without a goodbye (a
+# network cut, a host down, a failover) would leave an idle connection looking healthy for the
+# system's two hours of keepalive, and a call on it waiting minutes for TCP to give up: the
+# kernel now notices within 25 s of quiet (realtime/database.py then checks that connection
+# before use), and a call whose bytes go unacknowledged for 10 s fails.
+POSTGRESQL_TCP_OPTIONS = {
+    "connect_timeout": 5,
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 10_000,
+}
 
 
 CHANNEL_LAYER_BACKENDS = {

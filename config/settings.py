@@ -144,6 +144,10 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_RESULT_EXPIRES = 3600  # seconds
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Celery's Django fixup closes every database connection after each task unless it may reuse
+# them: a new PostgreSQL backend for each of beat's tasks, several a second. The worker keeps
+# them instead (config/celery.py looks after them as Django does a request's).
+CELERY_DB_REUSE_MAX = 2**62
 CELERY_IMPORTS = ["config.tasks"]  # config is not an app, so autodiscovery would miss it
 HEARTBEAT_INTERVAL_S = env_int("HEARTBEAT_INTERVAL_S", 10)
 CELERY_BEAT_SCHEDULE = {

@@ -10,10 +10,13 @@ Django checks a persistent connection with a ``SELECT 1`` before each call uses 
 trip for every command. A connection that finished a call cleanly within the last
 ``HEALTH_TRUSTED_S`` and has nothing waiting on its socket is trusted without it. An idle
 connection is sent nothing, so a readable socket means the server said goodbye (a restart, a
-terminated backend): that one is checked, and replaced, before the call uses it. One that died
-silently since (a network cut) fails its next call (the socket answers ``unavailable`` and the
-client sends the command again; nothing was written) and is replaced, as Django replaces any
-connection that raised.
+terminated backend) or, through TCP keepalives, that it vanished without one (a network cut, a
+host down: config/env.py has the kernel notice within the spell): that one is checked, and
+replaced, before the call uses it. One that died silently more recently fails its next call
+(the socket answers ``unavailable`` and the client sends the command again; nothing was
+written) and is replaced, as Django replaces any connection that raised. The spell is long
+enough for a human pace: a process's few moves a second spread over its threads, so each
+connection waits seconds between calls.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from asgiref.sync import SyncToAsync
 from django.conf import settings
 from django.db import close_old_connections, connections
 
-HEALTH_TRUSTED_S = 1.0
+HEALTH_TRUSTED_S = 30.0
 
 
 @cache

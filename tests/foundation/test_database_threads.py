@@ -203,19 +203,40 @@ def backend_pid() -> int:
         return cursor.fetchone()[0]
 
 
-async def test_a_connection_used_within_the_trusted_spell_is_not_checked_again(
-    settings, health_checks
-):
+async def test_a_connection_used_at_a_human_pace_is_not_checked_again(settings, health_checks):
+    # At a human pace a process's few moves a second spread over its database threads: each
+    # thread's connection waits seconds between calls, and a check would cost every move a
+    # round trip.
     settings.DB_THREADS = 1  # one thread, so every call meets the same connection
     now, checked = health_checks
     await in_database_threads(backend_pid)()  # opens (or checks) the thread's connection
     checked.clear()
-    now[0] += 0.5
-    await in_database_threads(backend_pid)()
+    for _ in range(3):
+        now[0] += 10
+        await in_database_threads(backend_pid)()
     assert checked == []
-    now[0] += 5
+    now[0] += database.HEALTH_TRUSTED_S + 1  # idle past the spell: checked once
     await in_database_threads(backend_pid)()
     assert len(checked) == 1
+
+
+def test_a_postgresql_connection_finds_out_its_server_vanished_without_a_goodbye(db):
+    """A network cut or a host gone down sends nothing: without keepalives an idle connection
+    would be trusted and its next call would wait minutes for TCP to give up. With them the
+    kernel notices within ``HEALTH_TRUSTED_S`` of quiet (the socket then reports an error and
+    the connection is checked), and a call whose bytes go unanswered fails in seconds."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("a TCP connection to a database server: PostgreSQL")
+    connection.ensure_connection()
+    with socket.socket(fileno=os.dup(connection.connection.fileno())) as sock:
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+        idle = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE)
+        interval = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL)
+        probes = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT)
+        assert idle + interval * probes <= database.HEALTH_TRUSTED_S
+        assert 0 < sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT) <= 15_000
 
 
 @pytest.mark.parametrize("descriptor", [None, 1_500])  # a busy web process's pass 1,024

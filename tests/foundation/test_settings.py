@@ -30,6 +30,13 @@ def test_a_postgres_url_gets_no_sqlite_options():
     assert "OPTIONS" not in config or "transaction_mode" not in config["OPTIONS"]
 
 
+def test_a_postgres_urls_own_connection_options_win_over_the_default_keepalives():
+    config = database_config("postgres://db.internal/live?sslmode=require&keepalives_idle=60")
+    assert config["OPTIONS"]["sslmode"] == "require"
+    assert config["OPTIONS"]["keepalives_idle"] == 60
+    assert config["OPTIONS"]["tcp_user_timeout"] == 10_000  # the rest stay
+
+
 @pytest.mark.django_db
 def test_sqlite_connections_really_use_wal():
     from django.db import connection
