@@ -90,6 +90,20 @@ def tail(path: Path, lines: int = 60) -> str:
         return "(no log)"
 
 
+def wait_for_the_task(worker, log_path: Path, task_id: str, state: str) -> None:
+    """Wait until the worker's log says the task reached ``state`` (``received``, ``succeeded``);
+    the worker must still be running."""
+    wait_until(
+        lambda: (
+            worker.poll() is not None
+            or f"[{task_id}] {state}" in log_path.read_text(errors="replace")
+        ),
+        30,
+        message=f"the worker's task {task_id} to be {state}; its log:\n{tail(log_path)}",
+    )
+    assert worker.poll() is None, f"the worker exited:\n{tail(log_path)}"
+
+
 def start_worker(
     supervisor: Supervisor,
     env: dict[str, str],

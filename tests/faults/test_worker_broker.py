@@ -17,7 +17,7 @@ import pytest
 
 from config.health import HEARTBEAT_KEY
 from scripts.proc import Supervisor
-from tests.faults.conftest import start_beat, start_worker, tail
+from tests.faults.conftest import start_beat, start_worker, tail, wait_for_the_task
 from tests.support import wait_until
 
 pytestmark = pytest.mark.slow
@@ -45,15 +45,7 @@ def hold_a_task_with_a_countdown(probe_app, worker, log_path) -> None:
     """A heartbeat due in 10 minutes; returns once the worker holds it (received, not yet
     acknowledged)."""
     result = probe_app.send_task("config.tasks.heartbeat", countdown=600, expires=900)
-    wait_until(
-        lambda: (
-            worker.poll() is not None
-            or f"[{result.id}] received" in log_path.read_text(errors="replace")
-        ),
-        30,
-        message=f"the worker to receive the task; its log:\n{tail(log_path)}",
-    )
-    assert worker.poll() is None, f"the worker exited:\n{tail(log_path)}"
+    wait_for_the_task(worker, log_path, result.id, "received")
 
 
 def heartbeat_after(broker_redis, since_s: float) -> float | None:

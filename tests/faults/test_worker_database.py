@@ -14,8 +14,7 @@ import pytest
 from django.db import connection
 
 from scripts.proc import Supervisor
-from tests.faults.conftest import start_worker, tail
-from tests.support import wait_until
+from tests.faults.conftest import start_worker, wait_for_the_task
 
 # Outside a transaction: inside one, PostgreSQL shows the sessions as they were at its start.
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -35,15 +34,7 @@ def worker_backends(fault_env, probe_app, tmp_path):
         worker = start_worker(supervisor, {**fault_env, "PGAPPNAME": name}, log_path, probe_app)
 
         def run_task() -> set[int]:
-            task_id = probe_app.send_task(TASK).id
-            wait_until(
-                lambda: (
-                    worker.poll() is not None
-                    or f"[{task_id}] succeeded" in log_path.read_text(errors="replace")
-                ),
-                30,
-                message=f"the worker to run {TASK}; its log:\n{tail(log_path)}",
-            )
+            wait_for_the_task(worker, log_path, probe_app.send_task(TASK).id, "succeeded")
             return backends_named(name)
 
         yield run_task
