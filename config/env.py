@@ -81,7 +81,14 @@ def database_config(url: str, *, conn_max_age: int = 0) -> dict:
         # A file, not ":memory:", so test servers in subprocesses (Daphne, Celery) share it.
         config["TEST"] = {"NAME": str(name.with_name(f"test_{name.name}"))}
     elif config["ENGINE"] == "django.db.backends.postgresql":
-        config["OPTIONS"] = {**POSTGRESQL_TCP_OPTIONS, **config.get("OPTIONS", {})}
+        config["OPTIONS"] = {
+            **POSTGRESQL_TCP_OPTIONS,
+            # Django turns psycopg's prepared statements off (for poolers that lose them); the
+            # match's statements ask for them (matches/rows.py). The ORM's, bound by the
+            # client, are never prepared whatever this says.
+            "prepare_threshold": 5,
+            **config.get("OPTIONS", {}),
+        }
     return config
 
 

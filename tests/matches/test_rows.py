@@ -181,3 +181,74 @@ def test_a_conditional_write_of_a_match_that_is_gone_is_stale_and_an_uncondition
     with pytest.raises(DatabaseError, match="no row") as raised:
         rows.store(match, [event(match.seq)], round_no=1)
     assert not isinstance(raised.value, rows.Stale)
+
+
+def prepared_statements(cursor) -> dict[str, int]:
+    """This connection's prepared statements: how many times each was run (PostgreSQL)."""
+    cursor.execute("SELECT statement, generic_plans + custom_plans FROM pg_prepared_statements")
+    return dict(cursor.fetchall())
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL prepares statements")
+def test_the_rows_statements_are_prepared_once_per_connection_and_run_many_times(table):
+    seq = table.state.seq
+    table.play_until(lambda state: state.seq >= seq + 6)
+    with connection.cursor() as cursor:
+        prepared = prepared_statements(cursor)
+    writes = [runs for statement, runs in prepared.items() if "WITH updated AS" in statement]
+    assert writes and max(writes) >= 2, prepared
+    # The ORM's statements are left as they were: bound by the client, never prepared.
+    assert all('"matches_match"' in statement for statement in prepared), prepared
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL prepares statements")
+@pytest.mark.django_db(transaction=True)
+def test_a_new_connection_prepares_the_statements_again(table):
+    seq = table.state.seq
+    table.play_until(lambda state: state.seq >= seq + 2)
+    connection.close()  # as after a failover: the server knows none of the old statements
+    table.play_until(lambda state: state.seq >= seq + 5)
+    with connection.cursor() as cursor:
+        prepared = prepared_statements(cursor)
+    assert [statement for statement in prepared if "WITH updated AS" in statement], prepared
+    assert Match.objects.get(pk=table.match.pk).seq >= seq + 5
+
+
+def update_of(queries) -> str:
+    (update,) = [q["sql"] for q in queries.captured_queries if "UPDATE" in q["sql"]]
+    return update.split(" WHERE ")[0]
+
+
+def test_a_move_writes_only_the_columns_it_changes(table):
+    table.play_until(lambda state: state.seq >= 3)
+    with CaptureQueriesContext(connection) as queries:
+        table.decide()
+    written = update_of(queries)
+    for column in ("snapshot", "seq", "recent_cseqs"):
+        assert f'"{column}' in written, written
+    for column in ("mode", "created_at", "player0_id", "player1_id", "rating_before0"):
+        assert f'"{column}"' not in written, written
+
+
+@pytest.mark.parametrize("lock", [True, False])
+def test_a_value_changed_in_place_after_the_read_is_written(table, lock):
+    match = rows.read(table.match.pk, lock=lock)
+    read_seq = match.seq
+    match.recent_cseqs.setdefault("0", []).append(77)  # the same dict, changed
+    match.balances[0] -= 5
+    match.seq += 1
+    rows.store(match, [], round_no=1, read_seq=None if lock else read_seq)
+    stored = Match.objects.get(pk=table.match.pk)
+    assert 77 in stored.recent_cseqs["0"]
+    assert stored.balances == match.balances
+    again = rows.read(table.match.pk, lock=lock)  # and what is kept is what was written
+    assert (again.recent_cseqs, again.balances) == (stored.recent_cseqs, stored.balances)
+
+
+def test_a_match_the_orm_loaded_is_written_whole(table):
+    match = Match.objects.defer("header").get(pk=table.match.pk)
+    match.seq += 1
+    with CaptureQueriesContext(connection) as queries:
+        rows.store(match, [], round_no=1)
+    assert '"player0_id"' in update_of(queries) and '"header"' not in update_of(queries)
+    assert Match.objects.get(pk=table.match.pk).seq == match.seq
