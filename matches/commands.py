@@ -4,8 +4,11 @@ answer with an ack or an error. The consumer only parses, checks the sender and 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
+from functools import partial
 
+from django.conf import settings
 from redis.exceptions import RedisError
 
 from engine import Rejection
@@ -25,37 +28,53 @@ async def receive(*, match_id: str, user, seats: list[int], content: dict, answe
         # The refused cseq is echoed as sent: the client tells which message was refused.
         await answer(_error(Rejection("bad_message", "cseq is a positive whole number"), cseq))
         return
-    try:
-        arrival = await timekeeping.stamp_arrival(match_id)
-    except PoolBusy:
+    command = {key: value for key, value in content.items() if key != "cseq"}
+    stamp = timekeeping.StampInFlight(match_id)
+    submit = partial(
+        in_database_threads(services.match_submit), match_id=match_id, user=user,
+        command=command, arrival_ms=stamp, cseq=cseq, arrival_token=stamp.token,
+    )  # fmt: skip
+    # The move's broadcasts are held for the loop (not sent by the database thread) and go
+    # out right after the ack: the mover's answer does not wait on every audience's.
+    async with broadcast.held():
+        submitting = None
+        if settings.DB_THREADS > 1:
+            # The match is read while its arrival is stamped: the service waits for the stamp
+            # once it needs the time, before any lock. (Not where one thread serves every
+            # socket of the process: it would wait for each stamp instead of serving others.)
+            submitting = asyncio.ensure_future(submit())
+        try:
+            arrival = await stamp.arrival()
+        except RedisError as exc:
+            if submitting is not None:
+                await asyncio.gather(submitting, return_exceptions=True)  # nothing is applied
+            await _unstamped(match_id, seats, exc, cseq, answer)
+            return
+        outcome = None
+        try:
+            for kind, detail in timekeeping.suspicions(arrival):
+                await report_fault(match_id, seats, kind, detail)
+            outcome = await (submitting or submit())
+            await answer(_ack(outcome, cseq))
+        except services.CommandRejected as rejection:
+            await answer(_error(rejection, cseq))
+        except timekeeping.StampFailed:
+            await answer(_error(_UNREADABLE_CLOCK, cseq))
+        finally:
+            if outcome is None or not outcome.released:  # else released with the move's writes
+                await timekeeping.release_arrival(arrival)
+
+
+_UNREADABLE_CLOCK = Rejection("time_unavailable", "the server cannot read its clock; send it again")
+
+
+async def _unstamped(match_id: str, seats: list[int], exc: RedisError, cseq, answer: Answer):
+    if isinstance(exc, PoolBusy):
         await answer(_error(Rejection("busy", "the server is busy; send it again"), cseq))
         return
-    except RedisError as exc:
-        # Answer first: recording the fault may wait for the very Redis that failed.
-        unreadable = Rejection(
-            "time_unavailable", "the server cannot read its clock; send it again"
-        )
-        await answer(_error(unreadable, cseq))
-        await report_fault(match_id, seats, TimingFault.Kind.UNREACHABLE, {"error": repr(exc)})
-        return
-    outcome = None
-    try:
-        for kind, detail in timekeeping.suspicions(arrival):
-            await report_fault(match_id, seats, kind, detail)
-        command = {key: value for key, value in content.items() if key != "cseq"}
-        # The move's broadcasts are held for the loop (not sent by the database thread) and go
-        # out right after the ack: the mover's answer does not wait on every audience's.
-        async with broadcast.held():
-            outcome = await in_database_threads(services.match_submit)(
-                match_id=match_id, user=user, command=command, arrival_ms=arrival.at_ms,
-                cseq=cseq, arrival_token=arrival.token,
-            )  # fmt: skip
-            await answer(_ack(outcome, cseq))
-    except services.CommandRejected as rejection:
-        await answer(_error(rejection, cseq))
-    finally:
-        if outcome is None or not outcome.released:  # else released with the move's writes
-            await timekeeping.release_arrival(arrival)
+    # Answer first: recording the fault may wait for the very Redis that failed.
+    await answer(_error(_UNREADABLE_CLOCK, cseq))
+    await report_fault(match_id, seats, TimingFault.Kind.UNREACHABLE, {"error": repr(exc)})
 
 
 async def report_fault(match_id: str, seats: list[int], kind: str, detail: dict) -> None:

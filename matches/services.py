@@ -125,13 +125,14 @@ def match_submit(
     match_id,
     user,
     command: dict,
-    arrival_ms: int,
+    arrival_ms: int | timekeeping.StampInFlight,
     cseq: int | None = None,
     arrival_token: str | None = None,
 ) -> Outcome:
     """Apply a player's command that reached the server at ``arrival_ms`` (stamped by the time
-    authority before any lock was awaited). Raises CommandRejected, changing nothing, for an
-    illegal command; a command whose ``cseq`` was already applied is acknowledged, not applied.
+    authority before any lock was awaited; a stamp still in flight is waited for once the time
+    is needed, and before any lock). Raises CommandRejected, changing nothing, for an illegal
+    command; a command whose ``cseq`` was already applied is acknowledged, not applied.
     A command that changes the match releases its pending ``arrival_token`` after commit, in
     the same round trip as the rest (``Outcome.released``); otherwise the caller releases it.
 
@@ -141,19 +142,20 @@ def match_submit(
     that needs more than that statement (the match ending, a timeout, a void), and a refusal
     are done again under the lock."""
     submitted = partial(
-        _submit, match_id=match_id, user=user, command=command, arrival_ms=arrival_ms,
-        cseq=cseq, arrival_token=arrival_token,
+        _submit, match_id=match_id, user=user, command=command, cseq=cseq,
+        arrival_token=arrival_token,
     )  # fmt: skip
     if connection.vendor == "postgresql":
         try:
-            return submitted(locked=False)
+            return submitted(arrival_ms=arrival_ms, locked=False)
         except (rows.Stale, _NeedsLock, CommandRejected):
             # A refusal is judged again under the lock too: the read may predate a change
             # being committed, after which the command is legal (as it was before moves were
             # made without the lock).
             rows.forget(match_id)
+    arrival_ms = timekeeping.settled_ms(arrival_ms)
     with transaction.atomic():
-        return submitted(locked=True)
+        return submitted(arrival_ms=arrival_ms, locked=True)
 
 
 def match_seen_at(match_id, seq: int, row: bytes | None = None) -> None:
@@ -182,6 +184,7 @@ def _submit(*, match_id, user, command, arrival_ms, cseq, arrival_token, locked)
             last_cseq=_last_cseq(match, slot),
         )
     _check_start_allowed(match, state, seat, command)
+    arrival_ms = timekeeping.settled_ms(arrival_ms)
     if _clock_runs(match) and _web_gap_during_turn(state, arrival_ms):
         _needs_lock(locked)
         _void_for_web_gap(match, state, arrival_ms)

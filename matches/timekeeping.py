@@ -10,6 +10,8 @@ like a timing fault of the service (see ``ClockWatch``).
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -95,11 +97,51 @@ def now_ms_or_wall() -> int:
         return int(time.time() * 1000)
 
 
-async def stamp_arrival(match_id: str) -> Arrival:
-    """Stamp a command's arrival and register it as pending for its match."""
-    token, started = uuid.uuid4().hex, monotonic_ms()
+async def stamp_arrival(match_id: str, token: str | None = None) -> Arrival:
+    """Stamp a command's arrival and register it as pending for its match (as ``token``)."""
+    token, started = token or uuid.uuid4().hex, monotonic_ms()
     at_ms = await async_redis().eval(*_stamp_args(match_id, token))
     return Arrival(match_id, token, int(at_ms), monotonic_ms() - started)
+
+
+class StampFailed(Exception):
+    """The command's arrival could not be stamped: it is not applied."""
+
+
+class StampInFlight:
+    """A command's arrival while the event loop gets its stamp (made on the loop): a database
+    thread reads the match meanwhile and waits for the time (``at_ms``) only once it needs it."""
+
+    WAIT_S = 30.0  # the Redis calls give up within seconds: a loop this late is wedged
+
+    def __init__(self, match_id: str):
+        self.token = uuid.uuid4().hex
+        self._settled = threading.Event()
+        self._arrival: Arrival | None = None
+        self._stamping = asyncio.ensure_future(stamp_arrival(match_id, self.token))
+        self._stamping.add_done_callback(self._settle)
+
+    def _settle(self, stamping: asyncio.Future) -> None:
+        if not stamping.cancelled() and stamping.exception() is None:
+            self._arrival = stamping.result()
+        self._settled.set()
+
+    async def arrival(self) -> Arrival:
+        """The stamp, or what ``stamp_arrival`` raised."""
+        return await self._stamping
+
+    @property
+    def at_ms(self) -> int:
+        """The stamp's time, waited for (from a thread other than the loop's); StampFailed if
+        there is none."""
+        if not self._settled.wait(self.WAIT_S) or self._arrival is None:
+            raise StampFailed
+        return self._arrival.at_ms
+
+
+def settled_ms(arrival_ms: int | StampInFlight) -> int:
+    """A command's arrival time, waiting for its stamp if it is still in flight."""
+    return arrival_ms if isinstance(arrival_ms, int) else arrival_ms.at_ms
 
 
 def stamp_arrival_sync(match_id: str) -> Arrival:
