@@ -21,6 +21,7 @@ from functools import cache, lru_cache, partial
 
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, connection, connections, transaction
+from django.db.backends.postgresql.base import ServerBindingCursor
 from django.utils.crypto import salted_hmac
 
 from .models import Match, MatchEvent
@@ -274,24 +275,21 @@ def _cursor():
     connection.ensure_connection()
     # psycopg keeps no text of a prepared statement for Django's log: a logged one is sent whole.
     logged = connection.queries_logged
-    cursor = _server_binding_cursor_class()(connection.connection, prepare=not logged)
+    cursor = _PreparingCursor(connection.connection, prepare=not logged)
     return connection.make_debug_cursor(cursor) if logged else connection.make_cursor(cursor)
 
 
-@cache
-def _server_binding_cursor_class():
-    from django.db.backends.postgresql.base import ServerBindingCursor  # needs psycopg 3
+class _PreparingCursor(ServerBindingCursor):
+    """psycopg's cursor that sends values apart from the text, preparing each statement on
+    its first run on a connection unless ``prepare`` is False."""
 
-    class Cursor(ServerBindingCursor):
-        def __init__(self, connection, *, prepare: bool):
-            super().__init__(connection)
-            self.prepare = prepare
+    def __init__(self, connection, *, prepare: bool):
+        super().__init__(connection)
+        self.prepare = prepare
 
-        def execute(self, query, params=None, *, prepare=None, binary=None):
-            prepare = self.prepare if prepare is None else prepare
-            return super().execute(query, params, prepare=prepare, binary=binary)
-
-    return Cursor
+    def execute(self, query, params=None, *, prepare=None, binary=None):
+        prepare = self.prepare if prepare is None else prepare
+        return super().execute(query, params, prepare=prepare, binary=binary)
 
 
 def _kept_values(match: Match, reader: _Reader) -> list | None:

@@ -183,13 +183,18 @@ def test_a_conditional_write_of_a_match_that_is_gone_is_stale_and_an_uncondition
     assert not isinstance(raised.value, rows.Stale)
 
 
+postgresql_only = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="only PostgreSQL's statements are prepared"
+)
+
+
 def prepared_statements(cursor) -> dict[str, int]:
     """This connection's prepared statements: how many times each was run (PostgreSQL)."""
     cursor.execute("SELECT statement, generic_plans + custom_plans FROM pg_prepared_statements")
     return dict(cursor.fetchall())
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL prepares statements")
+@postgresql_only
 def test_the_rows_statements_are_prepared_once_per_connection_and_run_many_times(table):
     seq = table.state.seq
     table.play_until(lambda state: state.seq >= seq + 6)
@@ -201,7 +206,7 @@ def test_the_rows_statements_are_prepared_once_per_connection_and_run_many_times
     assert all('"matches_match"' in statement for statement in prepared), prepared
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL prepares statements")
+@postgresql_only
 @pytest.mark.django_db(transaction=True)
 def test_a_new_connection_prepares_the_statements_again(table):
     seq = table.state.seq
