@@ -46,16 +46,23 @@ def best_play(state: engine.MatchState):
     return max(options, key=lambda option: option[2], default=None)
 
 
-def in_viewport(page: Page, selector: str) -> bool:
-    """The element's whole box lies inside the window, the page unscrolled, and nothing covers
-    its middle."""
+def out_of_view(page: Page, selector: str) -> str:
+    """Why the element is not wholly in view ("" if it is): its whole box must lie inside the
+    window, the page unscrolled, and nothing may cover its middle."""
     return page.locator(selector).first.evaluate(
         """el => {
             const box = el.getBoundingClientRect();
             const mid = document.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2);
-            return window.scrollY === 0 && box.top >= 0 && box.left >= 0 && box.width > 0
-              && box.bottom <= window.innerHeight && box.right <= window.innerWidth
-              && mid !== null && (el === mid || el.contains(mid));
+            const name = (e) => e && e.outerHTML.slice(0, 120);
+            if (window.scrollY !== 0) return `the page is scrolled by ${window.scrollY}px`;
+            if (box.width <= 0 || box.top < 0 || box.left < 0 || box.bottom > window.innerHeight
+                || box.right > window.innerWidth) {
+              return `its box ${JSON.stringify(box)} leaves the window`;
+            }
+            if (mid === null || !(el === mid || el.contains(mid))) {
+              return `${name(mid)} covers its middle`;
+            }
+            return "";
         }"""
     )
 
@@ -112,7 +119,7 @@ def test_a_round_ends_with_the_final_layout_and_both_hands_face_up_until_continu
     shoot(page, f"round-end-{'phone' if viewport is PHONE else 'desktop'}.png")
     in_view = ("#board", "#seat-top .seat-tiles", "#seat-bottom .seat-tiles")
     for selector in (*in_view, "#overlay-body :is(#start, .waiting)"):
-        assert in_viewport(page, selector), f"{selector} is not in view at {viewport}"
+        assert out_of_view(page, selector) == "", f"{selector} at {viewport}"
     # Continue (or the other player's) clears the table for the next round.
     submit(match, engine.first_to_act(state), {"type": "start"})
     match = current(match.id)[0]
@@ -177,7 +184,7 @@ def test_the_board_and_the_hand_share_one_screen_while_choosing_a_place(
     expect(page.locator("#board .place-dot.active").first).to_be_visible()
     shoot(page, "match-phone.png" if viewport is PHONE else "match-desktop.png")
     for selector in ("#board", "#hand", "#seat-bottom .bank", "#board .place-dot.active"):
-        assert in_viewport(page, selector), f"{selector} is not in view at {viewport}"
+        assert out_of_view(page, selector) == "", f"{selector} at {viewport}"
     # The board keeps a steady scale: a tile is drawn at a size you can read.
     tile = page.locator("#board .domino").first.evaluate("el => el.getBoundingClientRect()")
     assert max(tile["width"], tile["height"]) >= (40 if viewport is PHONE else 60)
@@ -196,7 +203,7 @@ def test_the_rules_panel_leaves_your_clock_and_balance_in_view(servers, new_page
     expect(page.locator("#rules-panel figure[data-drawn]")).to_have_count(11)
     shoot(page, f"rules-{'phone' if viewport is PHONE else 'desktop'}.png")
     for selector in ("#seat-bottom .bank", "#seat-bottom .balance", "#rules-panel h2", "#hand"):
-        assert in_viewport(page, selector), f"{selector} is not in view at {viewport}"
+        assert out_of_view(page, selector) == "", f"{selector} at {viewport}"
 
 
 def test_sound_is_off_until_turned_on_and_the_choice_is_remembered(servers, new_page):
@@ -278,7 +285,7 @@ def test_the_auction_offers_quick_amounts_with_their_cost_and_sets_waive_apart(s
         expect(pages[jockey].locator("#rules-panel")).to_be_visible()
         shoot(pages[jockey], f"auction-rules-{'phone' if viewport is PHONE else 'desktop'}.png")
         for selector in ("#seat-bottom .bank", "#accept", "#quick-offers .quick-offer"):
-            assert in_viewport(pages[jockey], selector), f"{selector} is not in view at {viewport}"
+            assert out_of_view(pages[jockey], selector) == "", f"{selector} at {viewport}"
 
 
 def open_layouts(matches: int) -> list:
