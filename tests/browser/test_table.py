@@ -53,15 +53,13 @@ def out_of_view(page: Page, selector: str) -> str:
         """el => {
             const box = el.getBoundingClientRect();
             const mid = document.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2);
-            const name = (e) => e && e.outerHTML.slice(0, 120);
             if (window.scrollY !== 0) return `the page is scrolled by ${window.scrollY}px`;
             if (box.width <= 0 || box.top < 0 || box.left < 0 || box.bottom > window.innerHeight
                 || box.right > window.innerWidth) {
               return `its box ${JSON.stringify(box)} leaves the window`;
             }
-            if (mid === null || !(el === mid || el.contains(mid))) {
-              return `${name(mid)} covers its middle`;
-            }
+            if (mid === null) return "nothing is drawn at its middle";
+            if (el !== mid && !el.contains(mid)) return `${mid.outerHTML.slice(0, 99)} covers it`;
             return "";
         }"""
     )
