@@ -128,7 +128,12 @@ async def _every(period_s: float, step, what: str) -> None:
 
 
 async def _beat() -> None:
-    await async_redis().eval(webbeats.BEAT, 1, webbeats.BEATS_KEY, webbeats.KEEP_S)
+    try:
+        second = await async_redis().eval(webbeats.BEAT, 1, webbeats.BEATS_KEY, webbeats.KEEP_S)
+    except BaseException:  # a failure, or a cancel mid-beat: this process's run is broken
+        webbeats.note_beat(None)
+        raise
+    webbeats.note_beat(int(second))
 
 
 def _deadline_poller():

@@ -4,9 +4,16 @@ Each web process's deadline loop adds the current second of the time authority t
 set on every poll (in the same round trip). A player whose clock ran through a stretch of seconds
 with no beat could not be heard: by RULES §7 that is a timing fault of the service, and the match
 is voided instead of forfeited. Beats are kept a day.
+
+A web process also remembers its own unbroken run of beats: a clock that ran wholly within it
+needs no question to Redis (the process itself was up all along), which spares the round trip
+on every long turn and every forfeit this process judges. A failed beat ends the run, so the
+shortcut never hides an outage that Redis might have seen.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from realtime.redis_clients import sync_redis
 
@@ -21,6 +28,7 @@ redis.call('ZADD', KEYS[1], second, second)
 if second % 60 == 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', second - tonumber(ARGV[1]))
 end
+return second
 """
 
 UP, DOWN_NOW, GAP, UNKNOWN = "up", "down_now", "gap", "unknown"
@@ -29,6 +37,41 @@ UP, DOWN_NOW, GAP, UNKNOWN = "up", "down_now", "gap", "unknown"
 def tolerance_s() -> int:
     """Seconds without a beat that still count as up (a restart of one process, a slow poll)."""
     return max(1, timekeeping.setting_ms("WEB_GAP_TOLERANCE_MS", 3_000) // 1000)
+
+
+@dataclass(frozen=True)
+class _Run:
+    key: str
+    first_s: int
+    last_s: int
+
+
+_own_run: _Run | None = None  # this process's unbroken beats, in the authority's seconds
+
+
+def note_beat(second: int | None) -> None:
+    """This process beat at ``second`` (None: a beat failed, and the run is over)."""
+    global _own_run
+    run = _own_run
+    if second is None:
+        _own_run = None
+    elif run is None or run.key != BEATS_KEY or _broken(run.last_s, second):
+        _own_run = _Run(BEATS_KEY, second, second)
+    else:
+        _own_run = _Run(BEATS_KEY, run.first_s, max(run.last_s, second))
+
+
+def _own_run_covers(start_s: int, now_s: int) -> bool:
+    run = _own_run
+    return (
+        run is not None and run.key == BEATS_KEY and run.first_s <= start_s
+        and run.last_s >= now_s - 1
+    )  # fmt: skip
+
+
+def _broken(earlier_s: int, later_s: int) -> bool:
+    """Is the silence between two beats an outage?"""
+    return later_s - earlier_s - 1 > tolerance_s()
 
 
 def down_now(now_ms: int) -> bool:
@@ -49,6 +92,8 @@ def verdict(start_ms: int, end_ms: int, now_ms: int) -> str:
     - ``up`` otherwise.
     """
     start_s, end_s, now_s = start_ms // 1000, end_ms // 1000, now_ms // 1000
+    if _own_run_covers(start_s, now_s):
+        return UP
     pipe = sync_redis().pipeline(transaction=False)  # one round trip: a slow move asks this
     pipe.zrevrangebyscore(BEATS_KEY, start_s, "-inf", start=0, num=1)
     pipe.zrangebyscore(BEATS_KEY, f"({start_s}", now_s)
@@ -63,6 +108,6 @@ def verdict(start_ms: int, end_ms: int, now_ms: int) -> str:
     if not anchor and beats[0] - start_s > tolerance:
         return GAP
     for earlier, later in zip(beats, beats[1:], strict=False):
-        if later - earlier - 1 > tolerance and earlier < end_s and later > start_s:
+        if _broken(earlier, later) and earlier < end_s and later > start_s:
             return GAP
     return UP

@@ -16,6 +16,7 @@ import logging
 import re
 from urllib.parse import urlsplit
 
+import orjson
 from channels.consumer import get_handler_name
 from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -129,6 +130,8 @@ def parse_frame(text_data: str | None, bytes_data: bytes | None) -> dict:
     if json_depth(text_data) > settings.WS_MAX_JSON_DEPTH:
         raise BadFrame("bad_message", "a message nests too deeply")
     try:
+        # json, not orjson: orjson reads an integer past 64 bits as a float, and a cseq must come
+        # back in its error exactly as it was sent.
         content = json.loads(text_data)
     except ValueError:
         raise BadFrame("bad_message", "a message is a JSON object") from None
@@ -364,7 +367,7 @@ class GuardedJsonConsumer(AsyncWebsocketConsumer):
             )
 
     async def send_json(self, content: dict) -> None:
-        await self.send(text_data=json.dumps(content))
+        await self.send(text_data=encode_json(content))
 
     async def send(self, text_data=None, bytes_data=None, close=False):
         try:
@@ -413,6 +416,15 @@ class GuardedJsonConsumer(AsyncWebsocketConsumer):
     def error_context(self, content: dict) -> dict:
         """Fields of the refused message that its error echoes (a command's cseq, say)."""
         return {}
+
+
+def encode_json(content: dict) -> str:
+    """A message as JSON text: orjson, several times faster than json on the frames every move
+    sends, except for what it refuses (an integer past 64 bits, echoed back as a client's cseq)."""
+    try:
+        return orjson.dumps(content, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return json.dumps(content)
 
 
 def _peek(text_data: str | None) -> dict:

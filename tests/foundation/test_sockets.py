@@ -9,7 +9,7 @@ import redis
 
 from realtime import redis_clients
 from realtime.redis_clients import PoolBusy
-from realtime.sockets import BadFrame, json_depth, origin_allowed, parse_frame
+from realtime.sockets import BadFrame, encode_json, json_depth, origin_allowed, parse_frame
 
 # --- frames ------------------------------------------------------------------------------------
 
@@ -62,6 +62,12 @@ def test_what_is_not_a_small_json_object_is_refused_with_its_code(text, data, co
 def test_a_small_json_object_is_parsed():
     message = {"type": "play", "cseq": 3, "tile": [1, 4], "place": {"tile": [4, 4], "side": "a"}}
     assert parse_frame(json.dumps(message), None) == message
+
+
+def test_a_message_is_encoded_as_json_even_past_what_orjson_takes():
+    message = {"type": "error", "cseq": 10**21, "text": "é \u2028", 3: [1, 4]}
+    assert json.loads(encode_json(message)) == json.loads(json.dumps(message))  # 3 becomes "3"
+    assert json.loads(encode_json({"type": "ack", "cseq": 7})) == {"type": "ack", "cseq": 7}
 
 
 # --- origins -----------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ checks, the rules' refusals and the one error shape. Real database, Redis, chann
 the consumer's own deadline loop; only the deadline set is made this test's own."""
 
 import asyncio
+import json
 import uuid
 
 import pytest
@@ -403,7 +404,7 @@ async def test_the_mover_is_acked_before_the_moves_broadcasts_go_out(monkeypatch
         await group_send(group, message)
 
     def noting_put(message):
-        if '"type": "ack"' in message.get("text", ""):
+        if "text" in message and json.loads(message["text"])["type"] == "ack":
             sent.append("ack")
         to_starter(message)
 

@@ -3,10 +3,12 @@
 
 import random
 
+import pytest
+
 import engine
-from matches import services, webbeats
+from matches import scheduler, services, webbeats
 from matches.models import TimingFault
-from realtime.redis_clients import sync_redis
+from realtime.redis_clients import async_redis, sync_redis
 
 from .conftest import T0
 
@@ -115,3 +117,69 @@ def test_a_clock_that_ran_while_the_web_tier_was_up_is_forfeited_at_its_deadline
     assert services.match_expire(match_id=table.match.pk, now_ms=deadline + 10_000) == "abandon"
     forfeit = table.events()[-1]
     assert (forfeit["type"], forfeit["at_ms"]) == ("abandon", deadline)
+
+
+# --- this process's own run of beats -------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def no_own_run(monkeypatch):
+    monkeypatch.setattr(webbeats, "_own_run", None)
+
+
+@pytest.fixture
+def unreachable_redis(settings):
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens there
+
+
+def own_beats(*seconds: int) -> None:
+    for second in seconds:
+        webbeats.note_beat(second)
+
+
+def test_a_clock_within_this_process_s_own_run_is_up_without_asking_redis(unreachable_redis):
+    own_beats(*range(S - 5, S + 11))
+    assert webbeats.verdict(T0, T0 + 10_000, T0 + 10_000) == webbeats.UP
+
+
+def test_a_failed_beat_ends_the_run_and_redis_is_asked_again():
+    own_beats(*range(S - 5, S + 11))
+    webbeats.note_beat(None)
+    beat(*range(S - 5, S + 3), *range(S + 7, S + 11))  # what Redis saw: a 4 s outage
+    assert webbeats.verdict(T0, T0 + 10_000, T0 + 10_000) == webbeats.GAP
+
+
+def test_a_run_broken_for_longer_than_the_tolerance_starts_again(unreachable_redis):
+    own_beats(*range(S - 5, S + 3), *range(S + 7, S + 11))  # 4 s without a beat
+    assert webbeats.verdict(T0 + 8_000, T0 + 10_000, T0 + 10_000) == webbeats.UP
+    with pytest.raises(Exception, match="127.0.0.1:1|Connection"):
+        webbeats.verdict(T0, T0 + 10_000, T0 + 10_000)  # not vouched for: Redis must say
+
+
+def test_a_pause_within_the_tolerance_keeps_the_run(unreachable_redis):
+    own_beats(*range(S - 5, S + 3), *range(S + 6, S + 11))  # 3 s without a beat
+    assert webbeats.verdict(T0, T0 + 10_000, T0 + 10_000) == webbeats.UP
+
+
+def test_a_run_that_stopped_is_no_evidence_that_the_tier_is_up_now():
+    own_beats(*range(S - 5, S + 5))
+    beat(*range(S - 5, S + 5))
+    assert webbeats.verdict(T0, T0 + 10_000, T0 + 10_000) == webbeats.DOWN_NOW
+
+
+def test_a_run_under_another_beats_key_does_not_count(monkeypatch):
+    own_beats(*range(S - 5, S + 11))
+    monkeypatch.setattr(webbeats, "BEATS_KEY", webbeats.BEATS_KEY + ":other")
+    assert webbeats.verdict(T0, T0 + 10_000, T0 + 10_000) == webbeats.UNKNOWN
+
+
+async def test_the_beat_loop_tells_the_process_of_each_beat_and_of_a_failure(settings):
+    await scheduler._beat()
+    now_ms = int((await async_redis().time())[0]) * 1000
+    sync_redis().delete(webbeats.BEATS_KEY)  # Redis forgets; the process remembers
+    assert webbeats.verdict(now_ms, now_ms, now_ms) == webbeats.UP
+    reachable, settings.REDIS_URL = settings.REDIS_URL, "redis://127.0.0.1:1/0"
+    with pytest.raises(Exception, match="127.0.0.1:1|Connection"):
+        await scheduler._beat()
+    settings.REDIS_URL = reachable
+    assert webbeats.verdict(now_ms, now_ms, now_ms) == webbeats.UNKNOWN  # Redis was asked

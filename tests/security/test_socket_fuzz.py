@@ -749,7 +749,7 @@ class MatchFuzz:
         self.states: dict = {}
         self.seq = 0
         self.over_for: int | None = None
-        self.secrets: dict = {}  # contribution value -> (seat, round) of the values sent
+        self.secrets: dict = {}  # contribution value -> (seat, the rounds it was sent in)
         for role in (0, 1, SPECTATOR):
             await self.connect(role)
 
@@ -852,7 +852,8 @@ class MatchFuzz:
         return True
 
     def note_secret(self, role, shape: Shape) -> None:
-        """A contribution a seat sends is its secret until the round it was sent in is dealt."""
+        """A contribution a seat sends is its secret until the round it was first sent in is
+        dealt (a replayed frame may send it again in a later round, when it is public)."""
         content = shape.content if shape.kind == "object" else None
         if (
             role in (0, 1)
@@ -860,8 +861,10 @@ class MatchFuzz:
             and content.get("type") == "contribute"
             and valid_contribution(content.get("value"))
             and role in self.states
+            and type(self.states[role]["view"].get("round")) is int
         ):
-            self.secrets[content["value"]] = (role, self.states[role]["view"].get("round"))
+            _, rounds = self.secrets.setdefault(content["value"], (role, set()))
+            rounds.add(self.states[role]["view"].get("round"))
 
     def check_secrets(self, role, message: dict) -> None:
         """A message whose own view says its round is still being dealt shows no other seat's
@@ -870,8 +873,9 @@ class MatchFuzz:
         if view.get("phase") != "dealing":
             return
         text = json.dumps(message)
-        for value, (seat, round_no) in self.secrets.items():
-            if seat != role and round_no == view.get("round") and value in text:
+        round_no = view.get("round")
+        for value, (seat, rounds) in self.secrets.items():
+            if seat != role and min(rounds) == round_no and value in text:
                 self.report.violate(
                     SECRET,
                     f"{role} was sent seat {seat}'s contribution {value[:12]}... in round "
