@@ -6,13 +6,11 @@ the bots' figures cover the measured window only."""
 from __future__ import annotations
 
 import asyncio
-import gc
 import threading
 
 import pytest
 
 from benchmarks.live_bench import (
-    CollectorPauses,
     Stats,
     _ping,
     by_second,
@@ -131,21 +129,3 @@ def test_the_cpu_of_a_postgresql_on_this_machine_is_counted_and_not_one_elsewher
     postmaster = psutil.Process(found)
     assert postmaster.name() == "postgres"
     assert postmaster.children(), "its backends and workers are its children"
-
-
-async def test_a_bot_process_reports_its_own_full_collections_inside_the_window():
-    # A bot paused by its collector reads no reply meanwhile: that wait is not the server's.
-    stats, loop = Stats(), asyncio.get_running_loop()
-    now = loop.time()
-    stats.measure_from, stats.measure_until = now - 1, now + 60
-    watch = CollectorPauses(stats, loop)
-    gc.callbacks.append(watch)
-    try:
-        gc.collect(1)  # a young collection walks only the young objects: not counted
-        gc.collect()
-        stats.measure_from, stats.measure_until = now - 60, now - 1
-        gc.collect()  # after the window
-    finally:
-        gc.callbacks.remove(watch)
-    pauses = stats.as_dict()["gc_pause"]  # the forced one (and any the collector ran itself)
-    assert pauses and all(0 <= pause < 10_000 for pause in pauses)
