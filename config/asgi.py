@@ -4,6 +4,8 @@ import os
 import sys
 
 from django.core.asgi import get_asgi_application
+from django.core.handlers.asgi import ASGIHandler
+from django.core.signals import request_finished
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 http_application = get_asgi_application()  # sets Django up before consumers are imported
@@ -12,7 +14,11 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from config.routing import websocket_urlpatterns  # noqa: E402
+from realtime.database import close_request_connections  # noqa: E402
 from realtime.sockets import SameOriginValidator  # noqa: E402
+
+# Each HTTP request's connections die with the thread Django made for it (realtime/database.py).
+request_finished.connect(close_request_connections, sender=ASGIHandler)
 
 application = ProtocolTypeRouter(
     {

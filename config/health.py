@@ -117,7 +117,8 @@ async def _outcome(awaitable, timeout_s: float) -> tuple[dict, object]:
 async def run_checks(*, now_s: float) -> dict:
     """All checks at once; the report names each part and whether it failed."""
     (database, _), (redis_part, heartbeat), (layer, _) = await asyncio.gather(
-        # database_sync_to_async closes the worker thread's connection when done.
+        # On the request's own thread: its connection is closed as the request finishes
+        # (realtime/database.py close_request_connections).
         _outcome(database_sync_to_async(check_database)(), 3.0),
         _outcome(sync_to_async(check_redis, thread_sensitive=False)(now_s=now_s), 3.0),
         _outcome(check_channel_layer(), CHANNEL_LAYER_TIMEOUT_S),

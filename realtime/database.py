@@ -17,6 +17,12 @@ replaced, before the call uses it. One that died silently more recently fails it
 written) and is replaced, as Django replaces any connection that raised. The spell is long
 enough for a human pace: a process's few moves a second spread over its threads, so each
 connection waits seconds between calls.
+
+HTTP requests are the other way in. Under ASGI, Django runs each request's sync code on a thread
+made for that request alone, so a connection kept open for reuse there is never reused: it
+outlives its thread, unreachable, until a full collection happens to find it (a load balancer's
+health checks alone left a PostgreSQL backend open every second). ``close_request_connections``
+closes them as each request finishes.
 """
 
 from __future__ import annotations
@@ -85,3 +91,11 @@ def in_database_threads(func):
     if settings.DB_THREADS <= 1:
         return _DatabaseCall(func, thread_sensitive=True)
     return _DatabaseCall(func, thread_sensitive=False, executor=_pool(settings.DB_THREADS))
+
+
+def close_request_connections(**kwargs) -> None:
+    """On ``request_finished`` from the ASGI handler, on the request's own thread: close its
+    connections (none is in a transaction once the response is done)."""
+    for db in connections.all(initialized_only=True):
+        if not db.in_atomic_block:
+            db.close()

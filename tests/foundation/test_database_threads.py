@@ -10,15 +10,19 @@ import os
 import socket
 import threading
 import uuid
+from pathlib import Path
 
 import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
+from django.db import connection
 
 from matches import broadcast
 from realtime import database
 from realtime.database import in_database_threads
 from realtime.redis_clients import async_redis
+from scripts.proc import Supervisor
+from tests.support.servers import http_get, start_daphne
 
 # The threads close their stale connections before and after each call (as Channels does),
 # which touches the database once one of them holds a connection from an earlier test.
@@ -282,3 +286,41 @@ async def test_a_trusted_connection_the_server_ended_is_checked_and_replaced_uns
     now[0] += 0.1  # well within the trusted spell
     assert await in_database_threads(backend_pid)() not in (0, pid)
     assert len(checked) == 1
+
+
+# --- HTTP requests ---------------------------------------------------------------------------
+
+
+def database_handles(pid: int) -> int:
+    """The process's open connections to the test database: PostgreSQL's are sockets to its
+    port, SQLite's the database file (and its -wal and -shm files)."""
+    settings = connection.settings_dict
+    fds = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+    if connection.vendor == "sqlite":
+        return sum(target.startswith(str(settings["NAME"])) for target in fds)
+    sockets = {target[len("socket:[") : -1] for target in fds if target.startswith("socket:[")}
+    port = f"{int(settings.get('PORT') or 5432):04X}"
+    count = 0
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            count += fields[2].endswith(f":{port}") and fields[9] in sockets
+    return count
+
+
+@pytest.mark.django_db(transaction=True)
+def test_http_requests_leave_no_database_connection_open_behind_them(server_env, tmp_path):
+    # Under ASGI each request runs its sync code on a thread made for it; a connection kept
+    # there outlives the thread, unreachable, until a full collection finds it. A load
+    # balancer's health checks alone left a PostgreSQL backend open every second.
+    with Supervisor() as supervisor:
+        server = start_daphne(supervisor, server_env, tmp_path / "log")
+        pid = supervisor.children["daphne"].pid
+        pages = (f"{server.url}/healthz", f"{server.url}/leaderboard/")
+        for page in pages:  # whatever the process opens once, at its first request
+            assert http_get(page)[0] == 200
+        before = database_handles(pid)
+        for _ in range(20):
+            for page in pages:
+                assert http_get(page)[0] == 200
+        assert database_handles(pid) <= before
