@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+from collections import defaultdict
 from urllib.parse import urlsplit
 
+import orjson
 import websockets
 
 from engine import BOTS, contribution
@@ -65,6 +67,7 @@ class MatchClient:
         self.ws = ws
         self.name = name
         self.messages: list[dict] = []  # everything received, in order
+        self._replies: defaultdict[object, list[dict]] = defaultdict(list)  # cseq -> ack, error
         self.state: dict | None = None  # the latest state message
         self.seq = 0  # the number of the last event this client has accounted for
         self.events: list[dict] = []  # every event seen since connecting, in order
@@ -118,13 +121,14 @@ class MatchClient:
     async def _read_until_closed(self) -> None:
         try:
             async for raw in self.ws:
-                message = json.loads(raw)
+                message = orjson.loads(raw)  # a load generator's clients parse every broadcast
                 if message.get("type") == "state":
                     await self._on_state(message)
                 elif message.get("type") == "pong" and message.get("seq", 0) > self.seq:
                     self._suspect_gap(message["seq"])
                 elif message.get("type") in ("ack", "error"):
                     self._unanswered.pop(message.get("cseq"), None)
+                    self._replies[message.get("cseq")].append(message)
                     if message.get("code") == "stale_cseq":  # another device of this seat
                         self.cseq = max(self.cseq, message.get("last_cseq") or 0)
                 async with self._changed:
@@ -221,9 +225,7 @@ class MatchClient:
         return await asyncio.wait_for(waiting(), timeout)
 
     def replies_to(self, cseq: int) -> list[dict]:
-        return [
-            m for m in self.messages if m.get("type") in ("ack", "error") and m.get("cseq") == cseq
-        ]
+        return list(self._replies.get(cseq, ()))
 
     # --- sending -----------------------------------------------------------------------
 
