@@ -9,12 +9,14 @@ SQLite file). For each size M it creates M matches and plays them with bot clien
 (clients/match_client.py) in separate processes: each decision 2-4 s after the player's turn
 came, a ping every 5 s, contributions to each deal at once. A share of the matches
 (``--forfeits``) has one player fall silent at a random moment, so their clocks run out and
-the forfeits are timed. Nothing is counted during the first ``--warmup`` seconds (every match
-contributes and presses Start at once then). Throughout, two probes measure the floor:
-(a) ``ws/echo/`` through the channel layer on the same web processes, (b) a bare ASGI echo on
-a Daphne of its own. It writes benchmarks/results/live.json (each run: ``matches``,
-``ack_ms``, ``broadcast_ms``, ``echo_layer_ms``, ``echo_bare_ms``, ``forfeit_late_ms``,
-``cpu``, ``errors``) and, with ``--docs``, docs/benchmarks.md with its plots.
+the forfeits are timed. Nothing is counted during the first ``--warmup`` seconds: every match
+contributes and presses Start at once then, and their first rounds end together 40-50 s later
+(at 1,000 matches that wave doubled the broadcast p99 of a window that began 15 s in).
+Throughout, two probes measure the floor: (a) ``ws/echo/`` through the channel layer on the
+same web processes, (b) a bare ASGI echo on a Daphne of its own. It writes
+benchmarks/results/live.json (each run: ``matches``, ``ack_ms``, ``broadcast_ms``,
+``echo_layer_ms``, ``echo_bare_ms``, ``forfeit_late_ms``, ``cpu``, ``errors``) and, with
+``--docs``, docs/benchmarks.md with its plots.
 
 Why not locust: a session here is two long-lived WebSockets taking turns on one match, with the
 server's state deciding who sends what; the project's own client plays it exactly, and these
@@ -633,7 +635,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--matches", default="10,100", help="comma-separated sizes")
     parser.add_argument("--seconds", type=float, default=60.0, help="measured, after the warm-up")
-    parser.add_argument("--warmup", type=float, default=15.0, help="seconds played unmeasured")
+    parser.add_argument("--warmup", type=float, default=60.0, help="seconds played unmeasured")
     parser.add_argument("--web", type=int, default=os.cpu_count() or 1, help="web processes")
     parser.add_argument("--bots", type=int, default=2, help="bot processes")
     parser.add_argument("--layer", choices=("core", "pubsub"), default="pubsub")
