@@ -13,6 +13,7 @@ import asyncio
 import json
 import random
 from collections import defaultdict
+from collections.abc import Hashable
 from urllib.parse import urlsplit
 
 import orjson
@@ -47,6 +48,20 @@ def origin_of(base_url: str) -> str:
     parts = urlsplit(base_url)
     scheme = "https" if parts.scheme in ("https", "wss") else "http"
     return f"{scheme}://{parts.netloc}"
+
+
+def _parsed(raw: str) -> dict:
+    """A frame's message: orjson first (a load generator's clients parse every broadcast), json
+    for what only it reads (a lone surrogate's escape, say)."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw)
+
+
+def _is_key(cseq) -> bool:
+    """The server echoes a refused cseq as it was sent: a list, say, which keys nothing."""
+    return isinstance(cseq, Hashable)
 
 
 class MatchClient:
@@ -121,12 +136,12 @@ class MatchClient:
     async def _read_until_closed(self) -> None:
         try:
             async for raw in self.ws:
-                message = orjson.loads(raw)  # a load generator's clients parse every broadcast
+                message = _parsed(raw)
                 if message.get("type") == "state":
                     await self._on_state(message)
                 elif message.get("type") == "pong" and message.get("seq", 0) > self.seq:
                     self._suspect_gap(message["seq"])
-                elif message.get("type") in ("ack", "error"):
+                elif message.get("type") in ("ack", "error") and _is_key(message.get("cseq")):
                     self._unanswered.pop(message.get("cseq"), None)
                     self._replies[message.get("cseq")].append(message)
                     if message.get("code") == "stale_cseq":  # another device of this seat

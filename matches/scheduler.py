@@ -129,11 +129,13 @@ async def _every(period_s: float, step, what: str) -> None:
 
 async def _beat() -> None:
     try:
-        second = await async_redis().eval(webbeats.BEAT, 1, webbeats.BEATS_KEY, webbeats.KEEP_S)
+        second, kept = await async_redis().eval(
+            webbeats.BEAT, 1, webbeats.BEATS_KEY, webbeats.KEEP_S, webbeats.previous_beat()
+        )
     except BaseException:  # a failure, or a cancel mid-beat: this process's run is broken
         webbeats.note_beat(None)
         raise
-    webbeats.note_beat(int(second))
+    webbeats.note_beat(int(second), previous_kept=bool(kept))
 
 
 def _deadline_poller():

@@ -7,8 +7,10 @@ is voided instead of forfeited. Beats are kept a day.
 
 A web process also remembers its own unbroken run of beats: a clock that ran wholly within it
 needs no question to Redis (the process itself was up all along), which spares the round trip
-on every long turn and every forfeit this process judges. A failed beat ends the run, so the
-shortcut never hides an outage that Redis might have seen.
+on every long turn and every forfeit this process judges. A failed beat ends the run, and so
+does a beat that finds the process's previous beat gone from Redis (a restart between two
+beats, a flush, a failover to a replica behind): what Redis lost counts as its outage, for
+this process as for any other that asks.
 """
 
 from __future__ import annotations
@@ -21,14 +23,16 @@ from . import timekeeping
 
 BEATS_KEY = "sbo:web:beats"
 KEEP_S = 24 * 3600
-# A web process's beat: the authority's current second (trimming a day's worth once a minute).
+# A web process's beat: the authority's current second (trimming a day's worth once a minute),
+# and whether the process's previous beat (ARGV[2], or '' for none) is still there.
 BEAT = """
 local second = tonumber(redis.call('TIME')[1])
+local kept = ARGV[2] == '' or redis.call('ZSCORE', KEYS[1], ARGV[2]) ~= false
 redis.call('ZADD', KEYS[1], second, second)
 if second % 60 == 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', second - tonumber(ARGV[1]))
 end
-return second
+return {second, kept and 1 or 0}
 """
 
 UP, DOWN_NOW, GAP, UNKNOWN = "up", "down_now", "gap", "unknown"
@@ -49,13 +53,20 @@ class _Run:
 _own_run: _Run | None = None  # this process's unbroken beats, in the authority's seconds
 
 
-def note_beat(second: int | None) -> None:
-    """This process beat at ``second`` (None: a beat failed, and the run is over)."""
+def previous_beat() -> str:
+    """This process's last beat under the current key, for BEAT to look for ('' if none)."""
+    run = _own_run
+    return str(run.last_s) if run is not None and run.key == BEATS_KEY else ""
+
+
+def note_beat(second: int | None, *, previous_kept: bool = True) -> None:
+    """This process beat at ``second`` (None: a beat failed, and the run is over);
+    ``previous_kept``: Redis still held the beat before it."""
     global _own_run
     run = _own_run
     if second is None:
         _own_run = None
-    elif run is None or run.key != BEATS_KEY or _broken(run.last_s, second):
+    elif run is None or run.key != BEATS_KEY or not previous_kept or _broken(run.last_s, second):
         _own_run = _Run(BEATS_KEY, second, second)
     else:
         _own_run = _Run(BEATS_KEY, run.first_s, max(run.last_s, second))

@@ -1,6 +1,7 @@
 """The web tier's beats, and what a forfeit becomes when no web process could hear the player
 (RULES §7: a timing fault of the service voids the match; a forfeit stands otherwise)."""
 
+import asyncio
 import random
 
 import pytest
@@ -173,13 +174,37 @@ def test_a_run_under_another_beats_key_does_not_count(monkeypatch):
     assert webbeats.verdict(T0, T0 + 10_000, T0 + 10_000) == webbeats.UNKNOWN
 
 
-async def test_the_beat_loop_tells_the_process_of_each_beat_and_of_a_failure(settings):
-    await scheduler._beat()
-    now_ms = int((await async_redis().time())[0]) * 1000
-    sync_redis().delete(webbeats.BEATS_KEY)  # Redis forgets; the process remembers
-    assert webbeats.verdict(now_ms, now_ms, now_ms) == webbeats.UP
-    reachable, settings.REDIS_URL = settings.REDIS_URL, "redis://127.0.0.1:1/0"
+def test_beats_redis_lost_end_the_run_and_redis_is_asked_again(unreachable_redis):
+    own_beats(*range(S - 5, S + 5))
+    webbeats.note_beat(S + 5, previous_kept=False)  # the beat at S + 4 was gone: Redis lost it
     with pytest.raises(Exception, match="127.0.0.1:1|Connection"):
-        await scheduler._beat()
+        webbeats.verdict(T0, T0 + 5_000, T0 + 5_000)
+
+
+async def test_the_beat_loop_tells_the_process_of_its_beats_of_lost_ones_and_of_a_failure(
+    settings,
+):
+    reachable, unreachable = settings.REDIS_URL, "redis://127.0.0.1:1/0"  # nothing listens there
+    await scheduler._beat()
+    (first,) = [int(second) for second in sync_redis().zrange(webbeats.BEATS_KEY, 0, -1)]
+    while int((await async_redis().time())[0]) == first:  # the next beat in the next second
+        await asyncio.sleep(0.02)
+    await scheduler._beat()
+    clock = (first * 1000, first * 1000 + 1_000, first * 1000 + 1_000)  # start, end, now
+    settings.REDIS_URL = unreachable
+    assert webbeats.verdict(*clock) == webbeats.UP  # vouched for by its own run
     settings.REDIS_URL = reachable
+    sync_redis().delete(webbeats.BEATS_KEY)  # Redis loses them: a restart, a flush
+    await scheduler._beat()  # finds its previous beat gone: the run starts again
+    settings.REDIS_URL = unreachable
+    with pytest.raises(Exception, match="127.0.0.1:1|Connection"):
+        webbeats.verdict(*clock)  # not vouched for: Redis must say
+    settings.REDIS_URL = reachable
+    await scheduler._beat()
+    settings.REDIS_URL = unreachable
+    with pytest.raises(Exception, match="127.0.0.1:1|Connection"):
+        await scheduler._beat()  # a failed beat ends the run too
+    settings.REDIS_URL = reachable
+    now_ms = int((await async_redis().time())[0]) * 1000
+    sync_redis().delete(webbeats.BEATS_KEY)
     assert webbeats.verdict(now_ms, now_ms, now_ms) == webbeats.UNKNOWN  # Redis was asked
