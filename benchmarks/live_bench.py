@@ -604,8 +604,8 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
         "resyncs": merged["resyncs"],  # asked for by the bots: a gap seen, or a pong ahead
         "ack_ms": percentiles(merged["ack"]),
         "ack_ms_by_second": by_second(merged["ack_at"]),
-        # The wall-clock second that "s": 0 is, to line the seconds up with other logs.
-        "by_second_from_unix": int(min(at for at, _ in merged["ack_at"]))
+        # When "s": 0 begins (Unix time), to line the seconds up with other logs.
+        "by_second_from_unix": round(min(at for at, _ in merged["ack_at"]), 3)
         if merged["ack_at"]
         else None,
         "broadcast_ms": percentiles(merged["broadcast"]),

@@ -53,36 +53,39 @@ class _Run:
 _own_run: _Run | None = None  # this process's unbroken beats, in the authority's seconds
 
 
-def previous_beat() -> str:
-    """This process's last beat under the current key, for BEAT to look for ('' if none)."""
+def _current_run() -> _Run | None:
+    """This process's run, if it was beaten under the key in use (tests give each their own)."""
     run = _own_run
-    return str(run.last_s) if run is not None and run.key == BEATS_KEY else ""
+    return run if run is not None and run.key == BEATS_KEY else None
+
+
+def previous_beat() -> str:
+    """This process's last beat, for BEAT to look for ('' if none)."""
+    run = _current_run()
+    return "" if run is None else str(run.last_s)
 
 
 def note_beat(second: int | None, *, previous_kept: bool = True) -> None:
     """This process beat at ``second`` (None: a beat failed, and the run is over);
     ``previous_kept``: Redis still held the beat before it."""
     global _own_run
-    run = _own_run
+    run = _current_run()
     if second is None:
         _own_run = None
-    elif run is None or run.key != BEATS_KEY or not previous_kept or _broken(run.last_s, second):
+    elif run is None or not previous_kept or _broken(run.last_s, second, tolerance_s()):
         _own_run = _Run(BEATS_KEY, second, second)
     else:
         _own_run = _Run(BEATS_KEY, run.first_s, max(run.last_s, second))
 
 
 def _own_run_covers(start_s: int, now_s: int) -> bool:
-    run = _own_run
-    return (
-        run is not None and run.key == BEATS_KEY and run.first_s <= start_s
-        and run.last_s >= now_s - 1
-    )  # fmt: skip
+    run = _current_run()
+    return run is not None and run.first_s <= start_s and run.last_s >= now_s - 1
 
 
-def _broken(earlier_s: int, later_s: int) -> bool:
+def _broken(earlier_s: int, later_s: int, tolerance: int) -> bool:
     """Is the silence between two beats an outage?"""
-    return later_s - earlier_s - 1 > tolerance_s()
+    return later_s - earlier_s - 1 > tolerance
 
 
 def down_now(now_ms: int) -> bool:
@@ -119,6 +122,6 @@ def verdict(start_ms: int, end_ms: int, now_ms: int) -> str:
     if not anchor and beats[0] - start_s > tolerance:
         return GAP
     for earlier, later in zip(beats, beats[1:], strict=False):
-        if _broken(earlier, later) and earlier < end_s and later > start_s:
+        if _broken(earlier, later, tolerance) and earlier < end_s and later > start_s:
             return GAP
     return UP

@@ -14,6 +14,7 @@ from realtime.redis_clients import async_redis, sync_redis
 from .conftest import T0
 
 S = T0 // 1000  # the tests' start, in seconds
+UNREACHABLE = "redis://127.0.0.1:1/0"  # nothing listens there
 
 
 def beat(*seconds: int) -> None:
@@ -130,7 +131,7 @@ def no_own_run(monkeypatch):
 
 @pytest.fixture
 def unreachable_redis(settings):
-    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens there
+    settings.REDIS_URL = UNREACHABLE
 
 
 def own_beats(*seconds: int) -> None:
@@ -184,24 +185,24 @@ def test_beats_redis_lost_end_the_run_and_redis_is_asked_again(unreachable_redis
 async def test_the_beat_loop_tells_the_process_of_its_beats_of_lost_ones_and_of_a_failure(
     settings,
 ):
-    reachable, unreachable = settings.REDIS_URL, "redis://127.0.0.1:1/0"  # nothing listens there
+    reachable = settings.REDIS_URL
     await scheduler._beat()
     (first,) = [int(second) for second in sync_redis().zrange(webbeats.BEATS_KEY, 0, -1)]
     while int((await async_redis().time())[0]) == first:  # the next beat in the next second
         await asyncio.sleep(0.02)
     await scheduler._beat()
     clock = (first * 1000, first * 1000 + 1_000, first * 1000 + 1_000)  # start, end, now
-    settings.REDIS_URL = unreachable
+    settings.REDIS_URL = UNREACHABLE
     assert webbeats.verdict(*clock) == webbeats.UP  # vouched for by its own run
     settings.REDIS_URL = reachable
     sync_redis().delete(webbeats.BEATS_KEY)  # Redis loses them: a restart, a flush
     await scheduler._beat()  # finds its previous beat gone: the run starts again
-    settings.REDIS_URL = unreachable
+    settings.REDIS_URL = UNREACHABLE
     with pytest.raises(Exception, match="127.0.0.1:1|Connection"):
         webbeats.verdict(*clock)  # not vouched for: Redis must say
     settings.REDIS_URL = reachable
     await scheduler._beat()
-    settings.REDIS_URL = unreachable
+    settings.REDIS_URL = UNREACHABLE
     with pytest.raises(Exception, match="127.0.0.1:1|Connection"):
         await scheduler._beat()  # a failed beat ends the run too
     settings.REDIS_URL = reachable
