@@ -429,13 +429,14 @@ def test_each_kind_of_illegal_command_is_answered_with_its_error_and_changes_not
     async def scenario():
         clients = {0: await table.client(0), 1: await table.client(1)}
         watcher = await table.client(None)
-        await table.deal(*clients.values())
+        await table.deal(*clients.values(), watcher)  # the watcher too: it counts states below
         starter = clients[0].state["starter"]
 
         async def refused(seat, message, code):
             client = watcher if seat is None else clients[seat]
-            states = sum(m["type"] == "state" for m in client.messages)
             before = await asyncio.to_thread(table_seq)
+            await client.wait_for(lambda c: c.seq >= before)  # every state so far has arrived
+            states = sum(m["type"] == "state" for m in client.messages)
             if isinstance(message, str):
                 await client.ws.send(message)
                 reply = await client.wait_for(
