@@ -13,7 +13,7 @@ from realtime.database import in_database_threads
 from realtime.ratelimit import TokenBucket
 from realtime.sockets import GuardedJsonConsumer
 
-from . import broadcast, commands, presence, scheduler, selectors, services
+from . import broadcast, commands, pings, presence, scheduler, selectors, services
 
 CLOSE_NO_SUCH_MATCH = 4404
 READS = ("ping", "hello", "sync")  # what a spectator may send
@@ -44,11 +44,13 @@ class MatchConsumer(GuardedJsonConsumer):
         )
 
     async def opened(self):
+        pings.MEMORY.opened(self.match_id)
         await self.channel_layer.group_add(self._group(), self.channel_name)
         await self._seen()
         await self._send_state(last_seq=None)
 
     async def closing(self):
+        pings.MEMORY.closed(self.match_id)
         await self.channel_layer.group_discard(self._group(), self.channel_name)
         for seat in self.seats:
             try:
@@ -68,9 +70,7 @@ class MatchConsumer(GuardedJsonConsumer):
             await self.send_error(content, "not_a_player", "you are not playing in this match")
             return
         if kind == "ping":
-            server_ms, seq = await broadcast.clock_and_seq(self.match_id)
-            if seq is None:  # Redis lost it (or is down): the database knows
-                seq = await in_database_threads(selectors.last_seq)(self.match_id)
+            server_ms, seq = await pings.pong(self.match_id, self.sent_seq)
             await self.send_json({"type": "pong", "t": content.get("t"), "server_ms": server_ms,
                                   "seq": seq})  # fmt: skip
         elif kind in ("hello", "sync"):

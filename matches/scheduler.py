@@ -9,7 +9,8 @@ claims to the others once ``CLAIM_MS`` has passed.
 Firing goes through ``services.match_expire``, which takes the match's lock and is idempotent:
 two processes firing one deadline change the match once. Each web process also beats for the
 web tier (matches/webbeats.py) from a loop of its own, so a backlog of deadlines (which waits
-for the database) never looks like an outage.
+for the database) never looks like an outage, and reads what its pings are answered with
+(matches/pings.py).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from realtime import presence
 from realtime.database import in_database_threads
 from realtime.redis_clients import async_redis
 
-from . import broadcast, deadlines, services, webbeats
+from . import broadcast, deadlines, pings, services, webbeats
 from .models import Match
 
 log = logging.getLogger(__name__)
@@ -101,11 +102,15 @@ async def _run() -> None:
     marking = asyncio.ensure_future(
         _every(presence.REFRESH_S, presence.refresh_all, "mark this process's sockets open")
     )
+    reading = asyncio.ensure_future(
+        _every(pings.REFRESH_S, pings.refresh, "read what answers pings (they ask Redis)")
+    )
     try:
         await _every(POLL_S, _deadline_poller(), "fire deadlines (the sweeper will)")
     finally:
         beating.cancel()
         marking.cancel()
+        reading.cancel()
 
 
 async def _every(period_s: float, step, what: str) -> None:

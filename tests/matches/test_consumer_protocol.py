@@ -16,7 +16,7 @@ from django.contrib.auth.models import AnonymousUser
 
 import engine
 from config.routing import websocket_urlpatterns
-from matches import broadcast, deadlines, services, timekeeping
+from matches import broadcast, deadlines, pings, services, timekeeping
 from matches.models import Match
 from matches.selectors import match_state
 from realtime.redis_clients import sync_redis
@@ -239,6 +239,9 @@ async def test_ping_is_answered_with_the_authoritys_time_and_the_last_seq():
     broadcasts = await press_start(sockets, starter)
     seq = broadcasts[starter]["seq"]
     assert seq > match.seq
+    await pings.refresh()
+    # Off by at most half the round trip of the process's reading (and a millisecond's rounding).
+    slack_ms = pings.MEMORY.offset.round_trip_ms / 2 + 1
     for token in (1764496800123, "abc", None):
         before = timekeeping.now_ms()
         await sockets[1 - starter].send_json_to({"type": "ping", "t": token})
@@ -246,21 +249,32 @@ async def test_ping_is_answered_with_the_authoritys_time_and_the_last_seq():
         after = timekeeping.now_ms()
         assert set(pong) == {"type", "t", "server_ms", "seq"}
         assert (pong["type"], pong["t"], pong["seq"]) == ("pong", token, seq)
-        assert before <= pong["server_ms"] <= after
+        assert before - slack_ms <= pong["server_ms"] <= after + slack_ms
     await close_all(*sockets.values())
 
 
-async def test_a_ping_is_answered_from_redis_alone_and_from_the_database_once_redis_forgot():
+async def test_a_ping_is_answered_from_the_last_reading_then_redis_then_the_database(monkeypatch):
+    monkeypatch.setattr(pings, "REFRESH_S", 3600)  # the process reads when this test says
     match = await new_dealt_match()
     sockets, _ = await seated(match)
     key = broadcast.SEQ_KEY.format(match.pk)
     assert sync_redis().get(key) == str(match.seq)  # written with the match's last change
-    sync_redis().set(key, 9_999)  # Redis is asked, not the database
-    await sockets[0].send_json_to({"type": "ping", "t": 1})
-    assert (await sockets[0].receive_json_from(timeout=TIMEOUT_S))["seq"] == 9_999
+
+    async def pong_seq(token) -> int:
+        await sockets[0].send_json_to({"type": "ping", "t": token})
+        return (await sockets[0].receive_json_from(timeout=TIMEOUT_S))["seq"]
+
+    await pings.refresh()
+    sync_redis().set(key, 9_999)
+    assert await pong_seq(1) == match.seq  # the last reading: Redis is not asked
+    await pings.refresh()
+    assert await pong_seq(2) == 9_999
+    pings.MEMORY.seqs_read_at -= pings.FRESH_S + 1  # a reading too old to vouch for
+    sync_redis().set(key, 10_000)
+    assert await pong_seq(3) == 10_000  # Redis is asked
     sync_redis().delete(key)  # Redis lost it (a restart): the database says
-    await sockets[0].send_json_to({"type": "ping", "t": 2})
-    assert (await sockets[0].receive_json_from(timeout=TIMEOUT_S))["seq"] == match.seq
+    await pings.refresh()
+    assert await pong_seq(4) == match.seq
     await close_all(*sockets.values())
 
 
