@@ -11,24 +11,22 @@ import contextlib
 import contextvars
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from redis.exceptions import RedisError
 
 import engine
 from realtime.redis_clients import async_redis, sync_redis
 
-from . import deadlines, rows
+from . import deadlines, readings, rows
 from .models import Match
-from .timekeeping import authority_ms
 
 log = logging.getLogger(__name__)
 
-SEQ_KEY = "sbo:seq:{}"
 SEQ_TTL_S = 24 * 3600  # past a day of silence a ping asks the database once
 WATCHERS = "watch"
 HOTSEAT = "hotseat"
@@ -127,10 +125,13 @@ def publish(match: Match, state: engine.MatchState, events: list[dict], writes=N
 def _messages_of(match: Match, state: engine.MatchState, events: list[dict], players) -> list:
     """Each audience's view; the players' groups also carry the row as written (``row``, never
     forwarded to a client): the process of the opponent's socket makes its next move from it
-    instead of reading it again (matches/rows.py)."""
+    instead of reading it again (matches/rows.py). Nothing is built nor sent for spectators
+    where this process knows that the match has none (matches/readings.py)."""
     row = rows.shared(match)
     messages = []
     for audience in audiences(match):
+        if audience == WATCHERS and readings.MEMORY.unwatched(str(match.id), time.monotonic()):
+            continue
         view = state_message(match, state, viewer_for(match, state, audience), events, players)
         message = {"type": "match.message", "payload": view}
         if audience in (0, 1) and row is not None:
@@ -249,18 +250,5 @@ def note_change(pipe, match_id, seq: int, deadline_ms: int | None) -> None:
     database, and its deadline where the deadline loops find it (matches/deadlines.py)."""
     match_id = str(match_id)
     deadline = "" if deadline_ms is None else str(deadline_ms)
-    keys = (SEQ_KEY.format(match_id), deadlines.DEADLINES_KEY)
+    keys = (readings.SEQ_KEY.format(match_id), deadlines.DEADLINES_KEY)
     pipe.eval(_NOTE_CHANGE, 2, *keys, seq, SEQ_TTL_S, deadline, match_id)
-
-
-async def clock_and_seq(match_id) -> tuple[int | None, int | None]:
-    """The authority's time and the match's last event number, in one round trip (either None
-    when Redis cannot say: the time while it cannot be read, the seq after Redis lost it)."""
-    try:
-        pipe = async_redis().pipeline(transaction=False)
-        pipe.time()
-        pipe.get(SEQ_KEY.format(match_id))
-        redis_time, seq = await pipe.execute()
-    except RedisError:
-        return None, None
-    return authority_ms(redis_time), None if seq is None else int(seq)

@@ -6,6 +6,8 @@ messages are documented in docs/protocol.md."""
 
 from __future__ import annotations
 
+import asyncio
+
 from django.conf import settings
 from redis.exceptions import RedisError
 
@@ -13,7 +15,7 @@ from realtime.database import in_database_threads
 from realtime.ratelimit import TokenBucket
 from realtime.sockets import GuardedJsonConsumer
 
-from . import broadcast, commands, pings, presence, scheduler, selectors, services
+from . import broadcast, commands, presence, readings, scheduler, selectors, services
 
 CLOSE_NO_SUCH_MATCH = 4404
 READS = ("ping", "hello", "sync")  # what a spectator may send
@@ -44,19 +46,27 @@ class MatchConsumer(GuardedJsonConsumer):
         )
 
     async def opened(self):
-        pings.MEMORY.opened(self.match_id)
+        readings.MEMORY.opened(self.match_id, spectator=self._spectator)
         await self.channel_layer.group_add(self._group(), self.channel_name)
         await self._seen()
         await self._send_state(last_seq=None)
+        if self._spectator:
+            asyncio.get_running_loop().call_later(readings.CATCH_UP_S, self._ask_catch_up)
 
     async def closing(self):
-        pings.MEMORY.closed(self.match_id)
+        readings.MEMORY.closed(self.match_id, spectator=self._spectator)
         await self.channel_layer.group_discard(self._group(), self.channel_name)
-        for seat in self.seats:
-            try:
+        try:
+            for seat in self.seats:
                 await presence.left(self.match_id, seat, self.channel_name)
-            except RedisError:
-                pass  # the entry goes stale on its own
+            if self._spectator:
+                await presence.stopped_watching(self.match_id, self.channel_name)
+        except RedisError:
+            pass  # the entries go stale on their own
+
+    @property
+    def _spectator(self) -> bool:
+        return self.audience == broadcast.WATCHERS
 
     def _group(self) -> str:
         return broadcast.group_name(self.match_id, self.audience)
@@ -70,7 +80,10 @@ class MatchConsumer(GuardedJsonConsumer):
             await self.send_error(content, "not_a_player", "you are not playing in this match")
             return
         if kind == "ping":
-            server_ms, seq = await pings.pong(self.match_id, self.sent_seq)
+            server_ms, seq = await readings.pong(self.match_id)
+            if seq is None:  # Redis lost it (or is down): the database knows
+                seq = await in_database_threads(selectors.last_seq)(self.match_id)
+            seq = max(seq, self.sent_seq)  # a reading made just before this socket's last state
             await self.send_json({"type": "pong", "t": content.get("t"), "server_ms": server_ms,
                                   "seq": seq})  # fmt: skip
         elif kind in ("hello", "sync"):
@@ -80,12 +93,26 @@ class MatchConsumer(GuardedJsonConsumer):
             await self._command(content)
 
     async def _seen(self) -> None:
-        """Count this socket as present for its seats (this process keeps it marked open)."""
+        """Count this socket as present for its seats, or as watching (this process keeps it
+        marked open)."""
         try:
             for seat in self.seats:
                 await presence.seen(self.match_id, seat, self.channel_name)
+            if self._spectator:
+                await presence.watching(self.match_id, self.channel_name)
         except RedisError:
             pass  # marked again on this process's timer; absence is only judged at a deadline
+
+    def _ask_catch_up(self) -> None:
+        if not self.finished:  # through the layer: handled in turn with the broadcasts
+            asyncio.ensure_future(self.channel_layer.send(self.channel_name, {"type": "catch.up"}))
+
+    async def catch_up(self, event):
+        """A spectator's one look back (matches/readings.py): a change made before every web
+        process had read that this match is watched was not sent to it."""
+        _, seq = await readings.pong(self.match_id)
+        if seq is not None and seq > self.sent_seq:
+            await self._send_state(last_seq=self.sent_seq)
 
     async def match_message(self, event):
         """Forward a broadcast, keeping this client's events in seq order: broadcasts from

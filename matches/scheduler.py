@@ -10,7 +10,7 @@ Firing goes through ``services.match_expire``, which takes the match's lock and 
 two processes firing one deadline change the match once. Each web process also beats for the
 web tier (matches/webbeats.py) from a loop of its own, so a backlog of deadlines (which waits
 for the database) never looks like an outage, and reads what its pings are answered with
-(matches/pings.py).
+(matches/readings.py).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from realtime import presence
 from realtime.database import in_database_threads
 from realtime.redis_clients import async_redis
 
-from . import broadcast, deadlines, pings, services, webbeats
+from . import broadcast, deadlines, readings, services, webbeats
 from .models import Match
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ async def _run() -> None:
         _every(presence.REFRESH_S, presence.refresh_all, "mark this process's sockets open")
     )
     reading = asyncio.ensure_future(
-        _every(pings.REFRESH_S, pings.refresh, "read what answers pings (they ask Redis)")
+        _every(readings.REFRESH_S, readings.refresh, "read what answers pings (they ask Redis)")
     )
     try:
         await _every(POLL_S, _deadline_poller(), "fire deadlines (the sweeper will)")

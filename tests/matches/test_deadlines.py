@@ -9,7 +9,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 import engine
-from matches import broadcast, deadlines, scheduler, services, tasks, timekeeping
+from matches import broadcast, deadlines, readings, scheduler, services, tasks, timekeeping
 from matches.models import Match, TimingFault
 from realtime.redis_clients import sync_redis
 from tests.support.dealing import deal_by_service
@@ -245,7 +245,7 @@ def test_a_change_noted_after_a_later_change_of_its_match_leaves_the_later_one(o
     # Each change's Redis writes are made after its ack, from its own process's loop: two
     # changes' writes can reach Redis out of order, and the older must not undo the newer.
     match_id = uuid.uuid4().hex
-    seq_key = broadcast.SEQ_KEY.format(match_id)
+    seq_key = readings.SEQ_KEY.format(match_id)
 
     def note(seq: int, deadline_ms: int | None) -> None:
         pipe = sync_redis().pipeline(transaction=False)

@@ -18,7 +18,7 @@ from django.test import Client
 
 import engine
 from clients.match_client import MatchClient, origin_of, play_match, ws_url_of
-from matches import broadcast, services, timekeeping
+from matches import broadcast, readings, services, timekeeping
 from matches.broadcast import visible_event
 from matches.models import Match, TimingFault
 from matches.selectors import match_record, match_state
@@ -306,7 +306,7 @@ def start_broadcast_by(match: Match, user, send_all) -> None:
 
 async def ping_until(client: MatchClient, predicate, timeout: float = 10.0):
     """Ping until ``predicate(client)`` holds: a pong names the seq its web process last read
-    from Redis (matches/pings.py), a fraction of a second behind a change."""
+    from Redis (matches/readings.py), a fraction of a second behind a change."""
 
     async def pinging():
         while True:
@@ -357,7 +357,7 @@ def test_a_pong_that_beats_its_broadcast_asks_for_no_resync(duel):
         await real_send_all(messages)
 
     async def written_after(seq: int) -> None:
-        while ((await broadcast.clock_and_seq(match.pk))[1] or 0) <= seq:
+        while ((await readings.clock_and_seq(match.pk))[1] or 0) <= seq:
             await asyncio.sleep(0.01)
 
     async def scenario():
