@@ -30,7 +30,9 @@ def contribution(seat: int, round_no: int) -> dict:
     return {"type": "contribute", "value": value}
 
 
-def _configure(run_dir: Path, redis_url: str) -> str:
+def configure(run_dir: Path, redis_url: str) -> str:
+    """Django on a database (SQLite in ``run_dir`` unless DATABASE_URL says) and ``redis_url``;
+    returns which database."""
     os.environ.setdefault("DATABASE_URL", f"sqlite:///{run_dir / 'move_cost.sqlite3'}")
     os.environ["REDIS_URL"] = redis_url
     os.environ.setdefault("SECRET_KEY", "bench-only")
@@ -84,7 +86,7 @@ def run() -> dict:
 
     deals = random.Random(DEAL_STREAM_SEED)
     with tempfile.TemporaryDirectory(prefix="move-cost-") as run_dir, Supervisor() as supervisor:
-        database = _configure(Path(run_dir), start_local_redis(supervisor, Path(run_dir)))
+        database = configure(Path(run_dir), start_local_redis(supervisor, Path(run_dir)))
         costs: dict[int, list[float]] = defaultdict(list)
         with patch.object(engine, "new_seed", lambda: f"{deals.getrandbits(256):064x}"):
             match = _play(costs)

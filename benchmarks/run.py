@@ -51,6 +51,12 @@ def _move_cost() -> dict:
     return run()
 
 
+def _ping_cost() -> dict:
+    from benchmarks.ping_cost_bench import run
+
+    return run()
+
+
 BENCHMARKS = {
     "engine": _engine,
     "api": _api,
@@ -58,6 +64,7 @@ BENCHMARKS = {
     "expert_timing": _expert_timing,
     "tournament_1s": _tournament_1s,
     "move_cost": _move_cost,
+    "ping_cost": _ping_cost,
 }
 OPTIONAL = ("tournament_1s",)
 

@@ -59,6 +59,7 @@ class Memory:
         self.open_here: Counter[str] = Counter()  # match id -> sockets open in this process
         self.watched_here: Counter[str] = Counter()  # match id -> spectators' sockets here
         self.offset: _Offset | None = None
+        self.time_read_at: float | None = None  # the last reading's (maybe not the offset's)
         self.seqs: dict[str, int] = {}
         self.watched: frozenset[str] = frozenset()
         self.read_at: float | None = None  # of the seqs and the watched matches
@@ -83,6 +84,7 @@ class Memory:
             round_trip_ms=(received_at - sent_at) * 1000,
             read_at=received_at,
         )
+        self.time_read_at = received_at
         kept = self.offset
         if (
             kept is None
@@ -109,7 +111,7 @@ class Memory:
         """The authority's time and the match's seq at monotonic ``now``, each None unless
         a fresh reading says."""
         server_ms = seq = None
-        if self.offset is not None and self._fresh(self.offset.read_at, now):
+        if self.offset is not None and self._fresh(self.time_read_at, now):
             server_ms = int(self.offset.ms + now * 1000)
         if self._fresh(self.read_at, now):
             seq = self.seqs.get(match_id)

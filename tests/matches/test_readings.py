@@ -36,6 +36,14 @@ def test_the_fastest_round_trip_sets_the_offset_until_it_is_old():
     assert memory.answer("m", later + 0.125)[0] == 1_020_000
 
 
+def test_slower_readings_keep_the_fast_offset_fresh():
+    memory = readings.Memory()
+    reading(memory, authority_ms=1_000_000, sent_at=10.0, round_trip_ms=0)
+    for n in range(1, 9):  # twice a second, each slower than the first
+        reading(memory, authority_ms=1_000_000 + n * 500, sent_at=10.0 + n / 2, round_trip_ms=250)
+    assert memory.answer("m", 14.5)[0] == 1_004_500  # 4.5 s after the fast one: still trusted
+
+
 def test_nothing_is_vouched_for_once_the_last_reading_is_no_longer_fresh():
     memory = readings.Memory()
     memory.opened("m")
