@@ -211,8 +211,26 @@ def write() -> Path:
             "![move cost](benchmarks/move-cost.png)",
             "",
         ]
+    if ping_cost := _load("ping_cost.json"):
+        lines += _ping_cost_lines(ping_cost)
     DOC.write_text("\n".join(lines))
     return DOC
+
+
+def _ping_cost_lines(ping: dict) -> list[str]:
+    return [
+        "## What a ping costs a web process",
+        "",
+        f"`make bench`'s `ping_cost` (benchmarks/ping_cost_bench.py): {ping['matches_open']:,}",
+        f"matches open in one web process, {ping['pings_per_s']:.0f} pings a second, the median",
+        f"of {ping['rounds']} alternated rounds of CPU time. Asked of Redis (a round trip per",
+        f"ping): {ping['asked_us_per_ping']} µs a ping. Answered from the process's last reading",
+        f"(matches/readings.py): {ping['remembered_us_per_ping']} µs, plus",
+        f"{ping['refresh_us_per_ping']} µs a ping for the reading itself",
+        f"({ping['refresh_us']} µs twice a second): {ping['remembered_with_refresh_us_per_ping']}",
+        f"µs in all, a ratio of {ping['ratio_remembered_to_asked']}.",
+        "",
+    ]
 
 
 if __name__ == "__main__":
