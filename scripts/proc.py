@@ -43,7 +43,7 @@ def daphne_command(
     ``behind_proxy``: the client's address comes from the load balancer's X-Forwarded-For
     (only then: a client reaching Daphne directly could write that header itself)."""
     return [
-        python, "-m", "daphne", "-b", host, "-p", str(port),
+        python, "-m", "config.serve", "-b", host, "-p", str(port),
         "--websocket-max-message-size", str(DAPHNE_MAX_MESSAGE_BYTES),
         "--websocket-max-frame-size", str(DAPHNE_MAX_MESSAGE_BYTES),
         *(["--proxy-headers"] if behind_proxy else []),

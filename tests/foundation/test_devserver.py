@@ -52,7 +52,7 @@ def _role(pid: int) -> str | None:
         return "redis"
     if b"haproxy" in text:
         return "haproxy"
-    if b"daphne" in argv:
+    if b"config.serve" in argv:  # Daphne on uvloop
         return "daphne"
     if b"celery" in argv:
         return "worker" if b"worker" in argv else ("beat" if b"beat" in argv else None)
