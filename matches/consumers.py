@@ -104,8 +104,14 @@ class MatchConsumer(GuardedJsonConsumer):
             pass  # marked again on this process's timer; absence is only judged at a deadline
 
     def _ask_catch_up(self) -> None:
-        if not self.finished:  # through the layer: handled in turn with the broadcasts
-            asyncio.ensure_future(self.channel_layer.send(self.channel_name, {"type": "catch.up"}))
+        if not self.finished:
+            asyncio.ensure_future(self._send_catch_up())
+
+    async def _send_catch_up(self) -> None:
+        try:  # through the layer: handled in turn with the broadcasts
+            await self.channel_layer.send(self.channel_name, {"type": "catch.up"})
+        except RedisError:
+            pass  # Redis is down: the spectator's pings show what it missed once it is back
 
     async def catch_up(self, event):
         """A spectator's one look back (matches/readings.py): a change made before every web

@@ -9,8 +9,8 @@ claims to the others once ``CLAIM_MS`` has passed.
 Firing goes through ``services.match_expire``, which takes the match's lock and is idempotent:
 two processes firing one deadline change the match once. Each web process also beats for the
 web tier (matches/webbeats.py) from a loop of its own, so a backlog of deadlines (which waits
-for the database) never looks like an outage, and reads what its pings are answered with
-(matches/readings.py).
+for the database) never looks like an outage, and reads what answers its pings and says which
+matches have spectators (matches/readings.py).
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ async def _run() -> None:
         _every(presence.REFRESH_S, presence.refresh_all, "mark this process's sockets open")
     )
     reading = asyncio.ensure_future(
-        _every(readings.REFRESH_S, readings.refresh, "read what answers pings (they ask Redis)")
+        _every(readings.REFRESH_S, readings.refresh, "read the time, seqs and spectators")
     )
     try:
         await _every(POLL_S, _deadline_poller(), "fire deadlines (the sweeper will)")
