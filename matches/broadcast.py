@@ -12,9 +12,10 @@ import contextvars
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from functools import partial
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -81,15 +82,35 @@ def state_message(
     }
 
 
-@lru_cache(maxsize=4096)
+PLAYERS_KEPT = 4096  # matches whose players this process keeps
+
+
 def players_of(match_id) -> list[dict]:
     """The seats as the record names them; they never change, so a broadcast reads them once
     per process instead of loading the match's header with every move."""
+    if (known := players_known(match_id)) is not None:
+        return known
     players = Match.objects.filter(pk=match_id).values_list("header__players", flat=True).get()
-    return [
+    found = [
         {"seat": p["seat"], "username": p["username"], "computer": p.get("computer")}
         for p in players
     ]
+    with _players_lock:
+        _players[str(match_id)] = found
+        while len(_players) > PLAYERS_KEPT:
+            _players.popitem(last=False)
+    return found
+
+
+def players_known(match_id) -> list[dict] | None:
+    """The match's players if this process has read them already, else None (no database read:
+    for the event loop)."""
+    with _players_lock:
+        return _players.get(str(match_id))
+
+
+_players: OrderedDict[str, list[dict]] = OrderedDict()
+_players_lock = threading.Lock()
 
 
 def _seqs_of_round_being_dealt(match: Match, state: engine.MatchState) -> set[int]:

@@ -37,8 +37,10 @@ async def receive(*, match_id: str, user, seats: list[int], content: dict, answe
     # The move's broadcasts are held for the loop (not sent by the database thread) and go
     # out right after the ack: the mover's answer does not wait on every audience's.
     async with broadcast.held():
+        # A move this process can make from its loop waits for its stamp (no thread to wake).
+        on_loop = services.may_submit_on_loop(match_id)
         submitting = None
-        if settings.DB_THREADS > 1:
+        if settings.DB_THREADS > 1 and not on_loop:
             # The match is read while its arrival is stamped: the service waits for the stamp
             # once it needs the time, before any lock. (Not where one thread serves every
             # socket of the process: it would wait for each stamp instead of serving others.)
@@ -54,7 +56,13 @@ async def receive(*, match_id: str, user, seats: list[int], content: dict, answe
         try:
             for kind, detail in timekeeping.suspicions(arrival):
                 await report_fault(match_id, seats, kind, detail)
-            outcome = await (submitting or submit())
+            if on_loop:
+                outcome = await services.match_submit_on_loop(
+                    match_id=match_id, user=user, command=command, arrival_ms=arrival.at_ms,
+                    cseq=cseq, arrival_token=stamp.token,
+                )  # fmt: skip
+            if outcome is None:
+                outcome = await (submitting or submit())
             await answer(_ack(outcome, cseq))
         except services.CommandRejected as rejection:
             await answer(_error(rejection, cseq))

@@ -17,12 +17,15 @@ import pickle
 import threading
 from collections import OrderedDict
 from contextlib import nullcontext
+from dataclasses import dataclass
 from functools import cache, lru_cache, partial
 
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, connection, connections, transaction
 from django.db.backends.postgresql.base import ServerBindingCursor
 from django.utils.crypto import salted_hmac
+
+from realtime.database import loop_connection
 
 from .models import Match, MatchEvent
 
@@ -40,14 +43,22 @@ def read(match_id, *, lock: bool) -> Match | None:
     process last wrote, if it has not heard of a change since (see ``_Recent``)."""
     if (pk := _pk_of(match_id)) is None:
         return None
+    if not lock and (match := kept(pk)) is not None:
+        return match
     reader = _reader(connection.alias)
-    if not lock and (kept := recent.get(reader, pk)) is not None:
-        return kept
     with _cursor() as cursor:
         prepared = Match._meta.pk.get_db_prep_value(pk, connection)
         cursor.execute(reader.locking_sql if lock else reader.sql, [prepared])
         row = cursor.fetchone()
     return None if row is None else reader.match(row)
+
+
+def kept(match_id) -> Match | None:
+    """The match as this process keeps its row (see ``_Recent``), without asking the database;
+    None if it keeps none."""
+    if (pk := _pk_of(match_id)) is None:
+        return None
+    return recent.get(_reader(connection.alias), pk)
 
 
 def keep_written_rows() -> None:
@@ -217,50 +228,109 @@ def store(match: Match, events: list[dict], *, round_no: int, read_seq: int | No
     a write that waited for another's row lock sees that one's new row and updates nothing).
     Raises DatabaseError when the row is gone, IntegrityError when an event's seq is taken.
     The row written is kept for this process's next move once committed (``_Recent``)."""
-    alias = connection.alias
-    reader = _reader(alias)
-    fields = _changed_fields(match, reader)
-    row = [field.get_db_prep_save(field.pre_save(match, False), connection) for field in fields]
-    row.append(Match._meta.pk.get_db_prep_value(match.pk, connection))
-    conditional = read_seq is not None
-    if conditional:
-        row.append(read_seq)
-        if reader.versioned:
-            if (read_version := getattr(match, VERSION, None)) is None:
-                recent.forget(str(match.pk))
-                raise Stale(f"match {match.pk} was read without its row's version")
-            row.extend(_version_parts(read_version))
-    data = MatchEvent._meta.get_field("data")
-    # PostgreSQL takes the match's pk from the row it updated; elsewhere each event names it.
-    named = () if connection.vendor == "postgresql" else (row[len(fields)],)
-    event_rows = [
-        value
-        for event in events
-        for value in (*named, event["seq"], round_no, data.get_db_prep_save(event, connection))
-    ]
-    statements = _store_sql(alias, fields, len(events), conditional)
+    write = _Write.of(match, events, round_no=round_no, read_seq=read_seq)
     # Where there is no data-modifying WITH, two statements (the row, then its events) in
     # a transaction of their own, so that they too are written together or not at all.
-    together = transaction.atomic() if len(statements) == 2 else nullcontext()
+    together = transaction.atomic() if len(write.statements) == 2 else nullcontext()
     try:
         with together, _cursor() as cursor:
-            if len(statements) == 2:
-                cursor.execute(statements[0], row)
-                _check_written(cursor, match, read_seq, expected=1)
-                row = []
-            cursor.execute(statements[-1], [*row, *event_rows])
-            _check_written(cursor, match, read_seq, expected=len(events) or 1)
-            version = cursor.fetchone()[0] if reader.versioned else None
+            params = write.params
+            if len(write.statements) == 2:
+                cursor.execute(write.statements[0], write.row)
+                write.check(cursor.rowcount, expected=1)
+                params = write.event_rows
+            cursor.execute(write.statements[-1], params)
+            write.check(cursor.rowcount)
+            version = cursor.fetchone()[0] if write.reader.versioned else None
     except DatabaseError:
         recent.forget(str(match.pk))
         raise
-    setattr(match, READ, None)  # written: a later store of this Match writes every column
-    if version is not None:
+    write.done(version, keep=transaction.on_commit)
+
+
+async def store_on_loop(match: Match, events: list[dict], *, round_no: int, read_seq: int) -> None:
+    """``store`` for a match read without its lock, from the event loop, on PostgreSQL: one
+    statement on a connection of the loop's own (realtime/database.py), in autocommit, so no
+    database thread is woken for it and the row is kept at once. Raises ``Stale`` as ``store``
+    does, and psycopg's errors as they come (a lost connection may leave the outcome unknown:
+    the caller redoes the command, which then meets the row it wrote, or finds it unwritten)."""
+    write = _Write.of(match, events, round_no=round_no, read_seq=read_seq)
+    (statement,) = write.statements
+    try:
+        async with loop_connection() as db:
+            cursor = await db.execute(statement, write.params, prepare=True)
+            write.check(cursor.rowcount)
+            version = (await cursor.fetchone())[0]
+    except BaseException:
+        recent.forget(str(match.pk))
+        raise
+    write.done(version, keep=lambda put: put())
+
+
+@dataclass
+class _Write:
+    """One store of a match: its statements and their parameters."""
+
+    match: Match
+    reader: _Reader
+    statements: tuple
+    row: list
+    event_rows: list
+    read_seq: int | None
+    event_count: int
+
+    @classmethod
+    def of(cls, match: Match, events: list[dict], *, round_no: int, read_seq: int | None):
+        reader = _reader(connection.alias)
+        fields = _changed_fields(match, reader)
+        row = [field.get_db_prep_save(field.pre_save(match, False), connection) for field in fields]
+        row.append(Match._meta.pk.get_db_prep_value(match.pk, connection))
+        conditional = read_seq is not None
+        if conditional:
+            row.append(read_seq)
+            if reader.versioned:
+                if (read_version := getattr(match, VERSION, None)) is None:
+                    recent.forget(str(match.pk))
+                    raise Stale(f"match {match.pk} was read without its row's version")
+                row.extend(_version_parts(read_version))
+        data = MatchEvent._meta.get_field("data")
+        # PostgreSQL takes the match's pk from the row it updated; elsewhere each event names it.
+        named = () if connection.vendor == "postgresql" else (row[len(fields)],)
+        event_rows = [
+            value
+            for event in events
+            for value in (*named, event["seq"], round_no, data.get_db_prep_save(event, connection))
+        ]
+        statements = _store_sql(connection.alias, fields, len(events), conditional)
+        return cls(match, reader, statements, row, event_rows, read_seq, len(events))
+
+    @property
+    def params(self) -> list:
+        return [*self.row, *self.event_rows]
+
+    def check(self, rowcount: int, *, expected: int | None = None) -> None:
+        """The last statement wrote ``expected`` rows (by default: its events, or the row)."""
+        if expected is None:
+            expected = self.event_count or 1
+        if rowcount == expected:
+            return
+        if self.read_seq is not None:  # the redo under the lock tells a change from a match gone
+            raise Stale(
+                f"match {self.match.pk} changed (or went) after it was read at seq {self.read_seq}"
+            )
+        raise DatabaseError(f"no row for match {self.match.pk} to store")
+
+    def done(self, version: str | None, *, keep) -> None:
+        """The row is written as ``version``: ``keep(put)`` has ``put`` keep it (once it is
+        committed, never if it is rolled back)."""
+        match = self.match
+        setattr(match, READ, None)  # written: a later store of this Match writes every column
+        if version is None:
+            return
         setattr(match, VERSION, version)
-        # The row as written now, kept once it is committed (never if it is rolled back).
-        kept = _kept_values(match, reader)
+        kept = _kept_values(match, self.reader)
         kept = None if kept is None else _copied(kept)
-        transaction.on_commit(partial(recent.put, str(match.pk), match.seq, version, kept))
+        keep(partial(recent.put, str(match.pk), match.seq, version, kept))
 
 
 def _cursor():
@@ -297,14 +367,6 @@ def _kept_values(match: Match, reader: _Reader) -> list | None:
     if match.finished_at is not None:
         return None
     return [getattr(match, field.attname) for field in reader.fields]
-
-
-def _check_written(cursor, match: Match, read_seq: int | None, *, expected: int) -> None:
-    if cursor.rowcount == expected:
-        return
-    if read_seq is not None:  # the redo under the lock tells a change from a match gone
-        raise Stale(f"match {match.pk} changed (or went) after it was read at seq {read_seq}")
-    raise DatabaseError(f"no row for match {match.pk} to store")
 
 
 class _Reader:

@@ -16,12 +16,19 @@ from .models import Match
 def match_state(match: Match) -> engine.MatchState:
     """The engine state after the match's last event: the snapshot if it is current, otherwise
     rebuilt from the record (the record is the truth; the snapshot only saves time)."""
+    if (state := snapshot_state(match)) is not None:
+        return state
+    state = engine.replay(match.record)
+    return replace(state, deal=replace(state.deal, seed=match.secret_seed))
+
+
+def snapshot_state(match: Match) -> engine.MatchState | None:
+    """The state the match's snapshot holds, if it is current (no database read)."""
     if match.snapshot:
         state = pickle.loads(match.snapshot)
         if state.seq == match.seq:
             return state
-    state = engine.replay(match.record)
-    return replace(state, deal=replace(state.deal, seed=match.secret_seed))
+    return None
 
 
 def match_record(match: Match, *, withhold_live: bool = True) -> dict:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 
+import psycopg
 from celery import current_app
 from django.conf import settings
 from django.db import connection, transaction
@@ -27,7 +28,7 @@ from engine import Rejection
 
 from . import broadcast, presence, rows, timekeeping, webbeats
 from .models import Match, TimingFault
-from .selectors import match_state
+from .selectors import match_state, snapshot_state
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +173,76 @@ class _NeedsLock(Exception):
 def _submit(*, match_id, user, command, arrival_ms, cseq, arrival_token, locked) -> Outcome:
     match = _read(match_id, lock=locked)
     read_seq = None if locked else match.seq
-    state = match_state(match)
+    judged = _judge(match, match_state(match), user, command, cseq, arrival_ms, locked=locked)
+    if isinstance(judged, Outcome):
+        return judged
+    _commit_change(match, judged.state, judged.events, judged.arrival_ms, arrival_token, read_seq)
+    return Outcome(seq=match.seq, released=arrival_token is not None)
+
+
+async def match_submit_on_loop(
+    *, match_id, user, command: dict, arrival_ms: int, cseq: int | None, arrival_token: str
+) -> Outcome | None:
+    """``match_submit`` from the event loop, without a database thread, where it can be made
+    so: on PostgreSQL, a move of a match whose row this process keeps (matches/rows.py),
+    judged from its snapshot, that only changes the row and appends its events (no deal, no
+    round's or match's end, no computer to wake, no outage of the web tier to look for),
+    written in one statement only if the match is unchanged since. Otherwise None, with
+    nothing written: the caller then calls ``match_submit``, which also judges a refusal again,
+    under the lock. Its after-commit writes and broadcasts are held (``broadcast.held``)."""
+    if (match := _kept_for_the_loop(match_id)) is None:
+        return None
+    state = snapshot_state(match)
+    if state is None or (
+        _clock_runs(match) and not _web_up_during_turn_known_here(state, arrival_ms)
+    ):
+        return None  # judged from the record, or asking Redis whether the web tier was down
+    read_seq = match.seq
+    try:
+        judged = _judge(match, state, user, command, cseq, arrival_ms, locked=False)
+    except (_NeedsLock, CommandRejected):
+        return None
+    if isinstance(judged, Outcome):
+        return judged
+    if engine.header_changes(judged.state, judged.events):
+        return None  # a deal, or a round's end: the header is written too
+    _store(match, judged.state, judged.arrival_ms)
+    try:
+        await rows.store_on_loop(
+            match, judged.events, round_no=judged.state.round_no, read_seq=read_seq
+        )
+    except (rows.Stale, psycopg.Error, TimeoutError):
+        return None  # redone the usual way: it meets the row as it is now
+    _after_commit(match, judged.state, judged.events, arrival_token)
+    return Outcome(seq=match.seq, released=True)
+
+
+def may_submit_on_loop(match_id) -> bool:
+    """Might ``match_submit_on_loop`` make a move of this match (no database read)?"""
+    return _kept_for_the_loop(match_id) is not None
+
+
+def _kept_for_the_loop(match_id) -> Match | None:
+    match = rows.kept(match_id) if connection.vendor == "postgresql" else None
+    if match is None or match.computer_seat is not None or not broadcast.players_known(match.id):
+        return None
+    return match
+
+
+@dataclass(frozen=True)
+class _Move:
+    """A player's command judged legal: the state and events it makes, at its arrival."""
+
+    state: engine.MatchState
+    events: list[dict]
+    arrival_ms: int
+
+
+def _judge(match: Match, state, user, command, cseq, arrival_ms, *, locked: bool):
+    """Judge a player's command against ``state``: the ``_Move`` it makes, or the ``Outcome``
+    when nothing is left to write (a resend, or, under the lock, the match voided for an
+    outage or lost on time). Raises CommandRejected for an illegal command and, without the
+    lock, _NeedsLock for what must be done under it."""
     seat = _seat_of(match, user, state, command)
     slot = 0 if match.mode == Match.Mode.HOTSEAT else seat
     if cseq is not None and cseq <= _last_cseq(match, slot):
@@ -200,8 +270,7 @@ def _submit(*, match_id, user, command, arrival_ms, cseq, arrival_token, locked)
         _needs_lock(locked)  # the record is folded and the ratings change with it
     if cseq is not None:
         _remember_cseq(match, slot, cseq)
-    _commit_change(match, result.state, result.events, arrival_ms, arrival_token, read_seq)
-    return Outcome(seq=match.seq, released=arrival_token is not None)
+    return _Move(result.state, result.events, arrival_ms)
 
 
 def _needs_lock(locked: bool) -> None:
@@ -352,11 +421,23 @@ def _clock_runs(match: Match) -> bool:
 def _web_gap_during_turn(state: engine.MatchState, arrival_ms: int) -> bool:
     """Did the web tier go down while this turn's clock ran? Asked only of a turn longer than
     the tolerance, the only kind an outage longer than it can fall into."""
-    if state.turn_start_ms is None or arrival_ms - state.turn_start_ms <= (
-        webbeats.tolerance_s() * 1000
-    ):
+    if not _turn_outlasts_web_tolerance(state, arrival_ms):
         return False
     return webbeats.verdict(state.turn_start_ms, arrival_ms, arrival_ms) == webbeats.GAP
+
+
+def _turn_outlasts_web_tolerance(state: engine.MatchState, arrival_ms: int) -> bool:
+    return state.turn_start_ms is not None and (
+        arrival_ms - state.turn_start_ms > webbeats.tolerance_s() * 1000
+    )
+
+
+def _web_up_during_turn_known_here(state: engine.MatchState, arrival_ms: int) -> bool:
+    """Is it known, without asking Redis, that the web tier was up while this turn's clock
+    ran (a turn too short for an outage, or one this process beat through)?"""
+    return not _turn_outlasts_web_tolerance(state, arrival_ms) or webbeats.up_here_throughout(
+        state.turn_start_ms, arrival_ms
+    )
 
 
 def _void_for_web_gap(match: Match, state: engine.MatchState, now_ms: int) -> str:

@@ -78,6 +78,12 @@ def note_beat(second: int | None, *, previous_kept: bool = True) -> None:
         _own_run = _Run(BEATS_KEY, run.first_s, max(run.last_s, second))
 
 
+def up_here_throughout(start_ms: int, now_ms: int) -> bool:
+    """Did this process beat without a break from ``start_ms`` to ``now_ms``? Then the web
+    tier was up all along, known without asking Redis."""
+    return _own_run_covers(start_ms // 1000, now_ms // 1000)
+
+
 def _own_run_covers(start_s: int, now_s: int) -> bool:
     run = _current_run()
     return run is not None and run.first_s <= start_s and run.last_s >= now_s - 1

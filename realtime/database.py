@@ -18,6 +18,11 @@ written) and is replaced, as Django replaces any connection that raised. The spe
 enough for a human pace: a process's few moves a second spread over its threads, so each
 connection waits seconds between calls.
 
+A player's move read without its lock (matches/services.py) is written from the event loop itself,
+on one of a few connections that loop keeps (``loop_connection``): at a human pace each hop
+between threads costs a sleeping thread's wake-up, and a move made on a database thread took
+three (to the thread, to the stamp it waits for, back to the loop).
+
 HTTP requests are the other way in. Under ASGI, Django runs each request's sync code on a thread
 made for that request alone, so a connection kept open for reuse there is never reused: it
 outlives its thread, unreachable, until a full collection happens to find it (a load balancer's
@@ -27,11 +32,15 @@ closes them as each request finishes.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from select import POLLIN, poll
 from time import monotonic
 
+import psycopg
 from asgiref.sync import SyncToAsync
 from django.conf import settings
 from django.db import close_old_connections, connections
@@ -99,3 +108,76 @@ def close_request_connections(**kwargs) -> None:
     for db in connections.all(initialized_only=True):
         if not db.in_atomic_block:
             db.close()
+
+
+# --- the event loop's own connections ------------------------------------------------------------
+
+LOOP_WAIT_S = 2.0  # for a free connection: past that the caller goes the way of the threads
+
+
+class _LoopConnections:
+    """At most ``size`` PostgreSQL connections of one event loop, in autocommit, opened when
+    first needed and kept. Not psycopg_pool's AsyncConnectionPool: that one fills itself from
+    worker tasks of its own, which would outlive the short loops of tests, and checks
+    connections with a round trip; here a kept connection is checked as the threads' are, by a
+    look at its socket, and one that failed in use is closed, never handed out again."""
+
+    def __init__(self, size: int):
+        self.idle: list[psycopg.AsyncConnection] = []
+        self.free = asyncio.Semaphore(size)
+
+    @contextlib.asynccontextmanager
+    async def connection(self):
+        await asyncio.wait_for(self.free.acquire(), LOOP_WAIT_S)
+        try:
+            db = await self._take()
+            try:
+                yield db
+            except BaseException:
+                await db.close()
+                raise
+            self.idle.append(db)
+        finally:
+            self.free.release()
+
+    async def _take(self) -> psycopg.AsyncConnection:
+        while self.idle:
+            db = self.idle.pop()
+            if not db.closed and _nothing_to_read(db):
+                return db
+            await db.close()  # the server said goodbye meanwhile
+        return await _connect()
+
+    async def close(self) -> None:
+        idle, self.idle = self.idle, []
+        for db in idle:
+            await db.close()
+
+
+async def _connect() -> psycopg.AsyncConnection:
+    """A connection set up as Django sets up its own (same server, options and adapters)."""
+    django_db = connections["default"]
+    params = django_db.get_connection_params()
+    params.pop("cursor_factory", None)  # Django's are for its sync connections
+    params["options"] = f"{params.get('options', '')} -c TimeZone={django_db.timezone_name}"
+    return await psycopg.AsyncConnection.connect(**params, autocommit=True)
+
+
+_loop_connections: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def loop_connection():
+    """``async with loop_connection() as db``: one of this event loop's PostgreSQL connections
+    (in autocommit) for one call, waited for at most ``LOOP_WAIT_S``."""
+    loop = asyncio.get_running_loop()
+    kept = _loop_connections.get(loop)
+    if kept is None:
+        kept = _loop_connections[loop] = _LoopConnections(settings.DB_THREADS)
+    return kept.connection()
+
+
+async def close_loop_connections() -> None:
+    """Close this event loop's kept connections (a test's loop, before it ends)."""
+    kept = _loop_connections.pop(asyncio.get_running_loop(), None)
+    if kept is not None:
+        await kept.close()

@@ -6,6 +6,8 @@
   configured Redis. Use `transactional_db` in tests whose rows the server must see.
 - `celery_worker_process` (session): a real `celery worker --pool=solo` on the configured broker.
 - `one_database_thread_in_this_process` (autouse): see realtime/database.py.
+- `no_rows_kept_in_this_process` (autouse): sockets served in the test process keep no rows
+  (matches/rows.py), whatever imported config.asgi before; tests of kept rows turn it on.
 - `private_web_beats` (autouse): the web tier's beats (matches/webbeats.py) that this test
   process reads are its own, so beats of servers from other tests neither vouch for nor count
   against the service in a test that injects its own time.
@@ -46,6 +48,18 @@ def one_database_thread_in_this_process(settings):
     Channels does: a pool thread's persistent connection would hold up pytest-django's reset
     of the database between tests. Servers in subprocesses (Daphne) keep their pool."""
     settings.DB_THREADS = 1
+
+
+@pytest.fixture(autouse=True)
+def no_rows_kept_in_this_process(monkeypatch):
+    """Importing config.asgi where Twisted's reactor is loaded (channels.testing loads it)
+    makes this process keep rows as a Daphne does: every later test's moves would then take
+    another way (matches/services.py ``match_submit_on_loop``) depending on the order tests
+    ran in."""
+    from matches import rows
+
+    monkeypatch.setattr(rows.recent, "enabled", False)
+    rows.recent.clear()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -4,6 +4,10 @@
 - `audit_finished_matches` (autouse): at teardown, every match the test finished (or voided)
   must replay cleanly through the engine (`engine.audit`, what `python -m engine check` runs).
 - `T0`: a fixed start time; service tests inject every time (no clock is read, nothing sleeps).
+- `rows_kept_as_in_a_web_process`: this process keeps the rows it writes or hears of
+  (matches/rows.py), as a Daphne does, from an empty start.
+- `sent`: the (group, message) pairs the service's broadcasts put on the channel layer, kept
+  instead of sent.
 - `fast_servers` (module): a real Daphne and a real Celery worker with small clocks, for the
   end-to-end tests (`.url`; use `transactional_db` so they see the test's rows).
 """
@@ -19,7 +23,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 import engine
-from matches import services
+from matches import broadcast, rows, services
 from matches.models import Match
 from matches.selectors import match_record, match_state
 from scripts.proc import Supervisor
@@ -27,6 +31,26 @@ from tests.support.dealing import deal_by_service
 from tests.support.servers import server_environment, start_celery_worker, start_daphne
 
 T0 = 1_800_000_000_000
+
+
+@pytest.fixture
+def rows_kept_as_in_a_web_process(monkeypatch):
+    monkeypatch.setattr(rows.recent, "enabled", True)
+    rows.recent.clear()
+    yield
+    rows.recent.clear()
+
+
+@pytest.fixture
+def sent(monkeypatch) -> list[tuple[str, dict]]:
+    messages = []
+
+    async def send_all(pairs):
+        messages.extend(pairs)
+
+    monkeypatch.setattr(broadcast, "_send_all", send_all)
+    return messages
+
 
 # The end-to-end clocks: a whole match takes seconds, and a timeout a couple of seconds.
 FAST = {

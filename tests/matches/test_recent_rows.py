@@ -15,24 +15,16 @@ from django.test.utils import CaptureQueriesContext
 
 import engine
 from engine.replay import replay
-from matches import broadcast, rows, services
+from matches import rows, services
 from matches.models import Match
 
 pytestmark = [
     pytest.mark.skipif(
         connection.vendor != "postgresql", reason="rows are kept where the database versions them"
     ),
+    pytest.mark.usefixtures("rows_kept_as_in_a_web_process"),
     pytest.mark.django_db(transaction=True),  # kept once committed: autocommit, as in a server
 ]
-
-
-@pytest.fixture(autouse=True)
-def web_process(monkeypatch):
-    """This process keeps rows as a web process does (config/asgi.py), from an empty start."""
-    monkeypatch.setattr(rows.recent, "enabled", True)
-    rows.recent.clear()
-    yield
-    rows.recent.clear()
 
 
 def statements_of_next_move(table) -> list[str]:
@@ -62,18 +54,6 @@ def test_a_broadcast_of_a_later_seq_makes_the_next_move_read_the_row(table):
     assert len(reads_of_the_match(statements)) == 1
 
 
-@pytest.fixture
-def sent(monkeypatch) -> list[tuple[str, dict]]:
-    """The (group, message) pairs the service's broadcasts put on the channel layer."""
-    messages = []
-
-    async def send_all(pairs):
-        messages.extend(pairs)
-
-    monkeypatch.setattr(broadcast, "_send_all", send_all)
-    return messages
-
-
 def rows_sent(sent, match) -> dict[str, bytes | None]:
     """The row each audience's group was sent with the match's last broadcast."""
     last = [(group, message) for group, message in sent if message["payload"]["seq"] == match.seq]
@@ -90,7 +70,9 @@ def test_a_row_heard_with_the_opponents_broadcast_makes_the_next_move_read_no_ro
     # other process learns it from the broadcast alone.
     table.start(after_ms=1_000)
     shared = rows_sent(sent, table.match)
-    assert shared["watch"] is None  # a spectator's process never moves
+    # A spectator's process never moves (and where this process has just read that nobody
+    # watches, the spectators are sent nothing at all: matches/readings.py).
+    assert shared.get("watch") is None
     assert shared["seat0"] == shared["seat1"] is not None
     rows.recent.clear()  # the other process kept nothing of this match
     hear(table.match, shared["seat0"])

@@ -1,0 +1,285 @@
+"""A web process makes a player's move from its event loop, without a database thread, where it
+can (matches/services.py ``match_submit_on_loop``): one conditional statement on a connection
+the loop keeps (realtime/database.py). Everything it cannot judge or write alone, and every
+failure under it (a row changed meanwhile, a connection killed, a database gone, a flood), writes
+nothing and leaves the move to the usual way, which then makes it exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import OrderedDict
+
+import psycopg
+import pytest
+from django.db import connection, connections
+from django.test.utils import CaptureQueriesContext
+
+import engine
+from matches import broadcast, rows, services
+from matches.models import Match, MatchEvent
+from realtime import database
+from tests.accounts.factories import make_user
+from tests.matches.conftest import T0, Table
+from tests.matches.test_consumer_protocol import (
+    close_all,
+    new_dealt_match,
+    press_start,
+    reloaded,
+    seated,
+)
+from tests.support.dealing import deal_by_service
+
+pytestmark = [
+    pytest.mark.skipif(
+        connection.vendor != "postgresql", reason="moves are made on the loop on PostgreSQL"
+    ),
+    pytest.mark.usefixtures("rows_kept_as_in_a_web_process"),
+    pytest.mark.django_db(transaction=True),  # the loop's connection sees only what is committed
+]
+
+
+def on_a_loop(*calls):
+    """Run the coroutines that ``calls`` make, in order, on one new event loop, inside
+    ``broadcast.held`` (as a socket's command is), closing the loop's connections at the end."""
+
+    async def run():
+        results = []
+        try:
+            for call in calls:
+                async with broadcast.held():
+                    results.append(await call())
+        finally:
+            await database.close_loop_connections()
+        return results
+
+    return asyncio.run(run())
+
+
+def loop_move(
+    table, command: dict | None = None, *, seat=None, after_ms=1_000, cseq=None, state=None
+):
+    """A coroutine function: the decider's move (a greedy bot's, unless given) on the loop,
+    made in the match as it is now (or as ``state``)."""
+    state = table.state if state is None else state
+    seat = state.decider if seat is None else seat
+    if command is None:
+        command = engine.GreedyBot().choose(state, seat, random.Random(0))
+    table.now += after_ms
+    if cseq is None:
+        table.cseq[seat] += 1
+        cseq = table.cseq[seat]
+    return lambda: services.match_submit_on_loop(
+        match_id=str(table.match.pk), user=table.users[seat], command=command,
+        arrival_ms=table.now, cseq=cseq, arrival_token=f"token-{seat}-{cseq}",
+    )  # fmt: skip
+
+
+def ready(table) -> None:
+    """Started, its row kept here and its players known: as a web process has it."""
+    table.start(after_ms=1_000)
+    broadcast.players_of(table.match.pk)
+    assert services.may_submit_on_loop(str(table.match.pk))
+
+
+def stored(match) -> tuple[int, int]:
+    """The match's seq and event rows, as the database has them."""
+    return (
+        Match.objects.values_list("seq", flat=True).get(pk=match.pk),
+        MatchEvent.objects.filter(match=match).count(),
+    )
+
+
+# --- made on the loop ----------------------------------------------------------------------------
+
+
+def test_a_move_of_a_kept_match_is_one_statement_of_the_loops_and_is_kept_at_once(table, sent):
+    ready(table)
+    sent.clear()
+    seq, events = stored(table.match)
+    move = loop_move(table)
+    with CaptureQueriesContext(connections["default"]) as on_djangos_connections:
+        (outcome,) = on_a_loop(move)
+    assert on_djangos_connections.captured_queries == []
+    assert outcome is not None and outcome.released and not outcome.duplicate
+    made = outcome.seq - seq
+    assert made >= 1 and stored(table.match) == (outcome.seq, events + made)
+    assert rows.kept(table.match.pk).seq == outcome.seq  # the next move starts from it
+    # Its broadcasts went out when the held block ended, with the row for the other process.
+    assert {group.rsplit(".", 1)[1] for group, _ in sent} >= {"seat0", "seat1"}
+    assert all(message["payload"]["seq"] == outcome.seq for _, message in sent)
+    # The usual way carries on from what the loop wrote, and the record replays.
+    table.play_until(lambda state: state.round_no > 1)
+
+
+def test_a_resent_command_is_acked_as_a_duplicate_and_applied_once(table, sent):
+    ready(table)
+    sent.clear()
+    first = loop_move(table)
+    (made, again) = on_a_loop(first, first)
+    assert not made.duplicate and again.duplicate and again.seq == made.seq
+    assert stored(table.match)[0] == made.seq
+
+
+# --- left to the usual way, with nothing written -------------------------------------------------
+
+
+def test_a_row_changed_since_it_was_kept_is_never_written_over(table, sent):
+    ready(table)
+    sent.clear()
+    # Another writer (another process, an operator) touches the row: its version changes.
+    Match.objects.filter(pk=table.match.pk).update(rated=False)
+    before = stored(table.match)
+    move = loop_move(table)
+    assert on_a_loop(move) == [None]
+    assert stored(table.match) == before and sent == []
+    assert rows.kept(table.match.pk) is None  # the next move reads the row
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [{"type": "play", "tile": [9, 9]}, {"type": "nonsense"}, {"type": "play"}, {}],
+    ids=["no such tile", "unknown type", "no tile", "empty"],
+)
+def test_an_illegal_command_writes_nothing_and_is_judged_again_the_usual_way(table, sent, garbage):
+    ready(table)
+    sent.clear()
+    before = stored(table.match)
+    assert on_a_loop(loop_move(table, garbage)) == [None]
+    assert stored(table.match) == before and sent == []
+    with pytest.raises(services.CommandRejected):
+        table.submit(table.state.decider, garbage)
+    assert stored(table.match) == before
+
+
+def test_a_stranger_and_the_player_not_to_act_write_nothing(table, sent):
+    ready(table)
+    sent.clear()
+    before = stored(table.match)
+    decider = table.state.decider
+    table.users[2] = make_user("mallory")
+    table.cseq[2] = 0
+    move = engine.GreedyBot().choose(table.state, decider, random.Random(0))
+    assert on_a_loop(loop_move(table, move, seat=2), loop_move(table, move, seat=1 - decider)) == [
+        None,
+        None,
+    ]
+    assert stored(table.match) == before and sent == []
+
+
+def test_a_contribution_to_a_deal_goes_the_usual_way(table, sent):
+    """A deal writes the record's header too: more than the loop's one statement."""
+    table.play_until(lambda state: state.phase == engine.DEALING)
+    broadcast.players_of(table.match.pk)
+    before = stored(table.match)
+    move = loop_move(table, {"type": "contribute", "value": 7}, seat=0)
+    assert on_a_loop(move) == [None]
+    assert stored(table.match) == before
+
+
+def test_nothing_is_made_on_the_loop_on_a_match_it_does_not_keep_or_whose_players_it_never_read(
+    table, monkeypatch
+):
+    table.start(after_ms=1_000)
+    monkeypatch.setattr(broadcast, "_players", OrderedDict())  # a process that never read them
+    assert not services.may_submit_on_loop(str(table.match.pk))
+    broadcast.players_of(table.match.pk)
+    assert services.may_submit_on_loop(str(table.match.pk))
+    rows.forget(table.match.pk)
+    assert not services.may_submit_on_loop(str(table.match.pk))
+    assert not services.may_submit_on_loop("not-a-match")
+
+
+# --- the connections under it --------------------------------------------------------------------
+
+
+def test_a_connection_killed_between_moves_is_replaced_and_no_move_is_lost(table, sent):
+    ready(table)
+    sent.clear()
+    state = table.state
+    first = loop_move(table, state=state)
+    # The second move is chosen now, in the state the first will make (no database on the loop).
+    table.now += 1_000
+    played = engine.GreedyBot().choose(state, state.decider, random.Random(0))
+    after_first = engine.apply(state, state.decider, played, table.now).state
+    table.now -= 1_000
+    second = loop_move(table, state=after_first)
+
+    connection.ensure_connection()
+    djangos = connection.connection.info.backend_pid
+
+    async def kill_the_loops_connection():
+        await asyncio.to_thread(terminate_backends_but, djangos)
+
+    made, _, made_again = on_a_loop(first, kill_the_loops_connection, second)
+    assert made is not None and made_again is not None and made_again.seq > made.seq
+    assert stored(table.match)[0] == made_again.seq
+
+
+def terminate_backends_but(keep: int) -> None:
+    """As an operator's pg_terminate_backend, or a failover, does to the loop's connection."""
+    params = connection.get_connection_params()
+    params.pop("cursor_factory")
+    with psycopg.connect(**params, autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid() AND pid <> %s",
+            [keep],
+        )
+
+
+def test_with_the_database_unreachable_the_move_waits_for_nothing_and_writes_nothing(
+    table, sent, monkeypatch
+):
+    ready(table)
+    sent.clear()
+    before = stored(table.match)
+    monkeypatch.setitem(connections["default"].settings_dict, "PORT", "1")  # nobody listens
+    assert on_a_loop(loop_move(table)) == [None]
+    monkeypatch.undo()
+    assert stored(table.match) == before and sent == []
+
+
+def test_a_flood_of_moves_at_once_uses_at_most_the_loops_few_connections(make_user, sent, settings):
+    settings.DB_THREADS = 2
+    tables = [dealt_and_ready(make_user, n) for n in range(6)]
+    moves = [loop_move(table) for table in tables]
+    opened = []
+
+    async def all_at_once():
+        outcomes = await asyncio.gather(*(move() for move in moves))
+        # Every connection the loop opened is back, kept for the next moves.
+        opened.append(len(database._loop_connections[asyncio.get_running_loop()].idle))
+        return outcomes
+
+    (outcomes,) = on_a_loop(all_at_once)
+    assert all(outcome is not None for outcome in outcomes)
+    for table, outcome in zip(tables, outcomes, strict=True):
+        assert stored(table.match)[0] == outcome.seq
+    assert 1 <= opened[0] <= 2
+
+
+def dealt_and_ready(make_user, n: int):
+    users = {0: make_user(f"ann{n}"), 1: make_user(f"bob{n}")}
+    match = services.match_create(player0=users[0], player1=users[1], now_ms=T0)
+    table = Table(match, users, T0)
+    assert deal_by_service(match, users, T0)
+    ready(table)
+    return table
+
+
+# --- through the socket --------------------------------------------------------------------------
+
+
+async def test_a_players_move_over_the_socket_takes_no_database_thread(monkeypatch):
+    match = await new_dealt_match()  # dealt the usual way: its row is kept here
+    sockets, firsts = await seated(match)  # its players read to greet them
+
+    def no_thread(**kwargs):
+        raise AssertionError("the move went to a database thread")
+
+    monkeypatch.setattr(services, "match_submit", no_thread)
+    broadcasts = await press_start(sockets, firsts[0]["starter"])
+    assert (await reloaded(match)).seq == broadcasts[0]["seq"] > match.seq
+    await close_all(*sockets.values())
+    await database.close_loop_connections()
