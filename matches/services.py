@@ -25,6 +25,7 @@ from django.utils import timezone as dj_timezone
 import engine
 from accounts.services import rating_record_result
 from engine import Rejection
+from realtime.database import LoopConnectionsBusy
 
 from . import broadcast, presence, rows, timekeeping, webbeats
 from .models import Match, TimingFault
@@ -211,7 +212,7 @@ async def match_submit_on_loop(
         await rows.store_on_loop(
             match, judged.events, round_no=judged.state.round_no, read_seq=read_seq
         )
-    except (rows.Stale, psycopg.Error, TimeoutError):
+    except (rows.Stale, psycopg.Error, LoopConnectionsBusy):
         return None  # redone the usual way: it meets the row as it is now
     _after_commit(match, judged.state, judged.events, arrival_token)
     return Outcome(seq=match.seq, released=True)
@@ -219,14 +220,16 @@ async def match_submit_on_loop(
 
 def may_submit_on_loop(match_id) -> bool:
     """Might ``match_submit_on_loop`` make a move of this match (no database read)?"""
-    return _kept_for_the_loop(match_id) is not None
+    return (
+        connection.vendor == "postgresql"
+        and rows.keeps(match_id)
+        and broadcast.players_known(match_id) is not None
+    )
 
 
 def _kept_for_the_loop(match_id) -> Match | None:
-    match = rows.kept(match_id) if connection.vendor == "postgresql" else None
-    if match is None or match.computer_seat is not None or not broadcast.players_known(match.id):
-        return None
-    return match
+    match = rows.kept(match_id) if may_submit_on_loop(match_id) else None
+    return None if match is None or match.computer_seat is not None else match
 
 
 @dataclass(frozen=True)

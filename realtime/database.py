@@ -112,15 +112,22 @@ def close_request_connections(**kwargs) -> None:
 
 # --- the event loop's own connections ------------------------------------------------------------
 
-LOOP_WAIT_S = 2.0  # for a free connection: past that the caller goes the way of the threads
+
+class LoopConnectionsBusy(Exception):
+    """Every connection of the event loop is in use: the caller goes the way of the threads."""
 
 
 class _LoopConnections:
     """At most ``size`` PostgreSQL connections of one event loop, in autocommit, opened when
-    first needed and kept. Not psycopg_pool's AsyncConnectionPool: that one fills itself from
-    worker tasks of its own, which would outlive the short loops of tests, and checks
-    connections with a round trip; here a kept connection is checked as the threads' are, by a
-    look at its socket, and one that failed in use is closed, never handed out again."""
+    first needed and kept. A caller never waits for one: when all are in use it is told so at
+    once (``LoopConnectionsBusy``). A connection is held until the loop comes back to the
+    coroutine that awaits its reply, so a busy loop holds each longer; waiting for one then
+    would queue moves behind the loop's own lag (at 1,000 matches, a wait of up to 2 s made
+    moves time out into the threads, doing their work twice). Not psycopg_pool's
+    AsyncConnectionPool: that one fills itself from worker tasks of its own, which would
+    outlive the short loops of tests, and checks connections with a round trip; here a kept
+    connection is checked as the threads' are, by a look at its socket, and one that failed
+    in use is closed, never handed out again."""
 
     def __init__(self, size: int):
         self.idle: list[psycopg.AsyncConnection] = []
@@ -128,7 +135,9 @@ class _LoopConnections:
 
     @contextlib.asynccontextmanager
     async def connection(self):
-        await asyncio.wait_for(self.free.acquire(), LOOP_WAIT_S)
+        if self.free.locked():
+            raise LoopConnectionsBusy
+        await self.free.acquire()  # free now: no wait
         try:
             db = await self._take()
             try:
@@ -168,7 +177,7 @@ _loop_connections: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def loop_connection():
     """``async with loop_connection() as db``: one of this event loop's PostgreSQL connections
-    (in autocommit) for one call, waited for at most ``LOOP_WAIT_S``."""
+    (in autocommit) for one call, or ``LoopConnectionsBusy`` at once if none is free."""
     loop = asyncio.get_running_loop()
     kept = _loop_connections.get(loop)
     if kept is None:
