@@ -135,11 +135,14 @@ def audiences(match: Match) -> tuple:
     return (0, 1, WATCHERS)
 
 
-def publish(match: Match, state: engine.MatchState, events: list[dict], writes=None) -> None:
+def publish(
+    match: Match, state: engine.MatchState, events: list[dict], writes=None, players=None
+) -> None:
     """Tell every audience of the match its view of the change (and Redis ``writes``: see
     ``publish_messages``). Inside ``held`` the views are built once the block ends: after the
-    mover's ack."""
-    players = players_of(match.id)  # a database read the first time: made in this thread
+    mover's ack. ``players``: the match's, if already read (``players_of``)."""
+    if players is None:
+        players = players_of(match.id)  # a database read the first time: made in this thread
     publish_messages(partial(_messages_of, match, state, events, players), writes)
 
 

@@ -20,6 +20,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import cache, lru_cache, partial
 
+import psycopg
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, connection, connections, transaction
 from django.db.backends.postgresql.base import ServerBindingCursor
@@ -257,19 +258,23 @@ async def store_on_loop(match: Match, events: list[dict], *, round_no: int, read
     """``store`` for a match read without its lock, from the event loop, on PostgreSQL: one
     statement on a connection of the loop's own (realtime/database.py), in autocommit, so no
     database thread is woken for it and the row is kept at once. Raises ``Stale`` as ``store``
-    does, and psycopg's errors as they come (a lost connection may leave the outcome unknown:
-    the caller redoes the command, which then meets the row it wrote, or finds it unwritten)."""
+    does, ``LoopConnectionUnavailable`` when nothing was sent (no connection free, or none
+    could be made), and Django's DatabaseError when the statement failed: then whether it was
+    written may be unknown (a connection lost before its reply), as for a failed commit."""
     write = _Write.of(match, events, round_no=round_no, read_seq=read_seq)
     (statement,) = write.statements
     try:
         async with loop_connection() as db:
-            cursor = await db.execute(statement, write.params, prepare=True)
-            write.check(cursor.rowcount)
-            version = (await cursor.fetchone())[0]
+            try:
+                cursor = await db.execute(statement, write.params, prepare=True)
+                rowcount, written = cursor.rowcount, await cursor.fetchone()
+            except psycopg.Error as exc:
+                raise DatabaseError(f"the move's write failed: {exc}") from exc
+        write.check(rowcount)
     except BaseException:
         recent.forget(str(match.pk))
         raise
-    write.done(version, keep=lambda put: put())
+    write.done(written[0], keep=lambda put: put())
 
 
 @dataclass

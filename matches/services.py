@@ -10,13 +10,13 @@ scheduling run after commit.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import pickle
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 
-import psycopg
 from celery import current_app
 from django.conf import settings
 from django.db import connection, transaction
@@ -25,7 +25,7 @@ from django.utils import timezone as dj_timezone
 import engine
 from accounts.services import rating_record_result
 from engine import Rejection
-from realtime.database import LoopConnectionsBusy
+from realtime.database import LoopConnectionUnavailable
 
 from . import broadcast, presence, rows, timekeeping, webbeats
 from .models import Match, TimingFault
@@ -190,9 +190,12 @@ async def match_submit_on_loop(
     round's or match's end, no computer to wake, no outage of the web tier to look for),
     written in one statement only if the match is unchanged since. Otherwise None, with
     nothing written: the caller then calls ``match_submit``, which also judges a refusal again,
-    under the lock. Its after-commit writes and broadcasts are held (``broadcast.held``)."""
-    if (match := _kept_for_the_loop(match_id)) is None:
+    under the lock. A write that failed once sent raises DatabaseError, as a failed commit
+    does (whether it was made is unknown: a command resent with its cseq is never applied
+    twice). Its after-commit writes and broadcasts are held (``broadcast.held``)."""
+    if (kept := _kept_for_the_loop(match_id)) is None:
         return None
+    match, players = kept
     state = snapshot_state(match)
     if state is None or (
         _clock_runs(match) and not _web_up_during_turn_known_here(state, arrival_ms)
@@ -208,14 +211,40 @@ async def match_submit_on_loop(
     if engine.header_changes(judged.state, judged.events):
         return None  # a deal, or a round's end: the header is written too
     _store(match, judged.state, judged.arrival_ms)
+    round_no = judged.state.round_no
+    # Shielded: a socket closed meanwhile cancels its task, not the write, whose broadcast
+    # then goes out on its own (as a database thread's does, finishing after its caller left).
+    writing = asyncio.ensure_future(
+        rows.store_on_loop(match, judged.events, round_no=round_no, read_seq=read_seq)
+    )
+    after_commit = partial(_after_commit_on_loop, match, judged, arrival_token, players)
     try:
-        await rows.store_on_loop(
-            match, judged.events, round_no=judged.state.round_no, read_seq=read_seq
-        )
-    except (rows.Stale, psycopg.Error, LoopConnectionsBusy):
-        return None  # redone the usual way: it meets the row as it is now
-    _after_commit(match, judged.state, judged.events, arrival_token)
+        await asyncio.shield(writing)
+    except asyncio.CancelledError:
+        writing.add_done_callback(partial(_published_alone, after_commit))
+        raise
+    except (rows.Stale, LoopConnectionUnavailable):
+        return None  # nothing written: made the usual way, on the row as it is now
+    after_commit()
     return Outcome(seq=match.seq, released=True)
+
+
+def _after_commit_on_loop(match: Match, judged: _Move, arrival_token: str, players) -> None:
+    try:  # committed all the same: a lost broadcast is repaired by the clients' resync
+        _after_commit(match, judged.state, judged.events, arrival_token, players)
+    except Exception:
+        log.exception("match %s: could not tell Redis and the players of a move", match.pk)
+
+
+def _published_alone(after_commit, writing: asyncio.Future) -> None:
+    """The write of a move whose caller was cancelled ended: if it was made, tell everyone."""
+    if not writing.cancelled() and writing.exception() is None:
+        asyncio.ensure_future(_held_for_the_loop(after_commit))
+
+
+async def _held_for_the_loop(after_commit) -> None:
+    async with broadcast.held():
+        after_commit()
 
 
 def may_submit_on_loop(match_id) -> bool:
@@ -227,9 +256,13 @@ def may_submit_on_loop(match_id) -> bool:
     )
 
 
-def _kept_for_the_loop(match_id) -> Match | None:
+def _kept_for_the_loop(match_id) -> tuple[Match, list[dict]] | None:
+    """The kept row and the players, read now (either may be dropped meanwhile)."""
+    players = broadcast.players_known(match_id)
     match = rows.kept(match_id) if may_submit_on_loop(match_id) else None
-    return None if match is None or match.computer_seat is not None else match
+    if match is None or players is None or match.computer_seat is not None:
+        return None
+    return match, players
 
 
 @dataclass(frozen=True)
@@ -640,7 +673,11 @@ def _store(match: Match, state: engine.MatchState, now_ms: int) -> None:
 
 
 def _after_commit(
-    match: Match, state: engine.MatchState, events: list[dict], arrival_token: str | None = None
+    match: Match,
+    state: engine.MatchState,
+    events: list[dict],
+    arrival_token: str | None = None,
+    players: list[dict] | None = None,
 ) -> None:
     """Tell Redis (the deadline, the last seq for pings, the command no longer pending: one
     round trip, before the broadcasts) and everyone concerned. A lost write is repaired: the
@@ -653,7 +690,7 @@ def _after_commit(
         if arrival_token is not None:
             timekeeping.release_into(pipe, match_id, arrival_token)
 
-    broadcast.publish(match, state, events, writes)
+    broadcast.publish(match, state, events, writes, players)
     if computer_to_act(match, state):
         queue_computer_turn(match_id, state.seq)
 

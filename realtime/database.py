@@ -113,14 +113,15 @@ def close_request_connections(**kwargs) -> None:
 # --- the event loop's own connections ------------------------------------------------------------
 
 
-class LoopConnectionsBusy(Exception):
-    """Every connection of the event loop is in use: the caller goes the way of the threads."""
+class LoopConnectionUnavailable(Exception):
+    """Every connection of the event loop is in use, or none could be made: nothing was sent,
+    and the caller goes the way of the threads."""
 
 
 class _LoopConnections:
     """At most ``size`` PostgreSQL connections of one event loop, in autocommit, opened when
     first needed and kept. A caller never waits for one: when all are in use it is told so at
-    once (``LoopConnectionsBusy``). A connection is held until the loop comes back to the
+    once (``LoopConnectionUnavailable``). A connection is held until the loop comes back to the
     coroutine that awaits its reply, so a busy loop holds each longer; waiting for one then
     would queue moves behind the loop's own lag (at 1,000 matches, a wait of up to 2 s made
     moves time out into the threads, doing their work twice). Not psycopg_pool's
@@ -136,10 +137,13 @@ class _LoopConnections:
     @contextlib.asynccontextmanager
     async def connection(self):
         if self.free.locked():
-            raise LoopConnectionsBusy
+            raise LoopConnectionUnavailable("every connection of the loop is in use")
         await self.free.acquire()  # free now: no wait
         try:
-            db = await self._take()
+            try:
+                db = await self._take()
+            except psycopg.Error as exc:
+                raise LoopConnectionUnavailable(f"no connection could be made: {exc}") from exc
             try:
                 yield db
             except BaseException:
@@ -177,7 +181,8 @@ _loop_connections: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def loop_connection():
     """``async with loop_connection() as db``: one of this event loop's PostgreSQL connections
-    (in autocommit) for one call, or ``LoopConnectionsBusy`` at once if none is free."""
+    (in autocommit) for one call, or ``LoopConnectionUnavailable`` at once if none is free or
+    none can be made."""
     loop = asyncio.get_running_loop()
     kept = _loop_connections.get(loop)
     if kept is None:

@@ -13,7 +13,6 @@ from collections import OrderedDict
 import psycopg
 import pytest
 from django.db import connection, connections
-from django.test.utils import CaptureQueriesContext
 
 import engine
 from matches import broadcast, rows, services
@@ -28,7 +27,7 @@ from tests.matches.test_consumer_protocol import (
     reloaded,
     seated,
 )
-from tests.support.dealing import deal_by_service
+from tests.support.dealing import contribution, deal_by_service
 
 pytestmark = [
     pytest.mark.skipif(
@@ -97,10 +96,7 @@ def test_a_move_of_a_kept_match_is_one_statement_of_the_loops_and_is_kept_at_onc
     ready(table)
     sent.clear()
     seq, events = stored(table.match)
-    move = loop_move(table)
-    with CaptureQueriesContext(connections["default"]) as on_djangos_connections:
-        (outcome,) = on_a_loop(move)
-    assert on_djangos_connections.captured_queries == []
+    (outcome,) = on_a_loop(loop_move(table))
     assert outcome is not None and outcome.released and not outcome.duplicate
     made = outcome.seq - seq
     assert made >= 1 and stored(table.match) == (outcome.seq, events + made)
@@ -169,12 +165,14 @@ def test_a_stranger_and_the_player_not_to_act_write_nothing(table, sent):
 
 def test_a_contribution_to_a_deal_goes_the_usual_way(table, sent):
     """A deal writes the record's header too: more than the loop's one statement."""
-    table.play_until(lambda state: state.phase == engine.DEALING)
+    state = table.play_until(lambda state: state.phase == engine.DEALING)
     broadcast.players_of(table.match.pk)
+    assert services.may_submit_on_loop(str(table.match.pk))
     before = stored(table.match)
-    move = loop_move(table, {"type": "contribute", "value": 7}, seat=0)
+    move = loop_move(table, contribution(0, state.round_no), seat=0)
     assert on_a_loop(move) == [None]
     assert stored(table.match) == before
+    assert table.submit(0, contribution(0, state.round_no)).seq > before[0]  # a legal one
 
 
 def test_nothing_is_made_on_the_loop_on_a_match_it_does_not_keep_or_whose_players_it_never_read(
@@ -228,15 +226,59 @@ def terminate_backends_but(keep: int) -> None:
         )
 
 
+def test_a_move_whose_socket_closes_during_its_write_is_broadcast_all_the_same(
+    table, sent, monkeypatch
+):
+    """The socket's task is cancelled (the player closed the tab) while the write is out: the
+    write is not cancelled, and the change it made is told to everyone on its own."""
+    ready(table)
+    sent.clear()
+    seq = stored(table.match)[0]
+    move = loop_move(table)
+    write_sent = asyncio.Event()
+    real_store = rows.store_on_loop
+
+    async def noting_store(*args, **kwargs):
+        write_sent.set()
+        await asyncio.sleep(0.05)  # the reply is slow
+        return await real_store(*args, **kwargs)
+
+    monkeypatch.setattr(rows, "store_on_loop", noting_store)
+
+    async def closed_mid_write():
+        async def socket_task():
+            async with broadcast.held():
+                return await move()
+
+        task = asyncio.ensure_future(socket_task())
+        await write_sent.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.wait_for(until_sent(sent), timeout=10)  # on its own, from this loop
+
+    on_a_loop(closed_mid_write)
+    made = stored(table.match)[0]
+    assert made > seq
+    assert {group.rsplit(".", 1)[1] for group, _ in sent} >= {"seat0", "seat1"}
+    assert all(message["payload"]["seq"] == made for _, message in sent)
+
+
+async def until_sent(sent: list) -> None:
+    while not sent:
+        await asyncio.sleep(0.01)
+
+
 def test_with_the_database_unreachable_the_move_waits_for_nothing_and_writes_nothing(
     table, sent, monkeypatch
 ):
     ready(table)
     sent.clear()
     before = stored(table.match)
-    monkeypatch.setitem(connections["default"].settings_dict, "PORT", "1")  # nobody listens
-    assert on_a_loop(loop_move(table)) == [None]
-    monkeypatch.undo()
+    move = loop_move(table)
+    with monkeypatch.context() as patched:
+        patched.setitem(connections["default"].settings_dict, "PORT", "1")  # nobody listens
+        assert on_a_loop(move) == [None]
     assert stored(table.match) == before and sent == []
 
 
