@@ -259,10 +259,10 @@ def may_submit_on_loop(match_id) -> bool:
 def _kept_for_the_loop(match_id) -> tuple[Match, list[dict]] | None:
     """The kept row and the players, read now (either may be dropped meanwhile)."""
     players = broadcast.players_known(match_id)
-    match = rows.kept(match_id) if may_submit_on_loop(match_id) else None
-    if match is None or players is None or match.computer_seat is not None:
+    if players is None or connection.vendor != "postgresql":
         return None
-    return match, players
+    match = rows.kept(match_id)
+    return None if match is None or match.computer_seat is not None else (match, players)
 
 
 @dataclass(frozen=True)
