@@ -93,6 +93,10 @@ DATABASES = {
 # Threads per web process for the sockets' database calls (realtime/database.py): SQLite takes
 # one writer at a time, PostgreSQL one per match row.
 DB_THREADS = env_int("DB_THREADS", 1 if DATABASES["default"]["ENGINE"].endswith("sqlite3") else 4)
+# PostgreSQL connections of each web process's event loop, for the moves it makes itself: one is
+# held until the loop comes back to its move, so a busy loop needs more (at 1,000 matches, 4
+# left ~30 moves a second to the threads).
+LOOP_DB_CONNECTIONS = env_int("LOOP_DB_CONNECTIONS", 16)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_USER_MODEL = "accounts.User"

@@ -121,19 +121,19 @@ class MatchConsumer(GuardedJsonConsumer):
             await self._send_state(last_seq=self.sent_seq)
 
     async def match_message(self, event):
-        """Forward a broadcast, keeping this client's events in seq order: broadcasts from
-        different processes may arrive out of order (or not at all), so a broadcast that skips
-        ahead is replaced by a resync from the record, and one already covered is dropped."""
-        payload = event["payload"]
-        services.match_seen_at(self.match_id, payload["seq"], event.get("row"))
-        if payload["seq"] <= self.sent_seq:
+        """Forward a broadcast (``broadcast.layer_message``), keeping this client's events in
+        seq order: broadcasts from different processes may arrive out of order (or not at
+        all), so a broadcast that skips ahead is replaced by a resync from the record, and one
+        already covered is dropped."""
+        seq, first_seq = event["seq"], event["first_seq"]
+        services.match_seen_at(self.match_id, seq, event.get("row"))
+        if seq <= self.sent_seq:
             return
-        events = payload.get("events") or []
-        if events and events[0]["seq"] > self.sent_seq + 1:
+        if first_seq is not None and first_seq > self.sent_seq + 1:
             await self._send_state(last_seq=self.sent_seq)
             return
-        await self.send_json(payload)
-        self.sent_seq = payload["seq"]
+        await self.send(text_data=event["text"])
+        self.sent_seq = seq
 
     async def _command(self, content: dict) -> None:
         await commands.receive(

@@ -26,7 +26,7 @@ from django.db import DatabaseError, connection, connections, transaction
 from django.db.backends.postgresql.base import ServerBindingCursor
 from django.utils.crypto import salted_hmac
 
-from realtime.database import loop_connection
+from realtime.database import LoopConnectionLease
 
 from .models import Match, MatchEvent
 
@@ -254,17 +254,24 @@ def store(match: Match, events: list[dict], *, round_no: int, read_seq: int | No
     write.done(version, keep=transaction.on_commit)
 
 
-async def store_on_loop(match: Match, events: list[dict], *, round_no: int, read_seq: int) -> None:
+async def store_on_loop(
+    match: Match, events: list[dict], *, round_no: int, read_seq: int, lease: LoopConnectionLease
+) -> None:
     """``store`` for a match read without its lock, from the event loop, on PostgreSQL: one
-    statement on a connection of the loop's own (realtime/database.py), in autocommit, so no
-    database thread is woken for it and the row is kept at once. Raises ``Stale`` as ``store``
-    does, ``LoopConnectionUnavailable`` when nothing was sent (no connection free, or none
-    could be made), and Django's DatabaseError when the statement failed: then whether it was
-    written may be unknown (a connection lost before its reply), as for a failed commit."""
-    write = _Write.of(match, events, round_no=round_no, read_seq=read_seq)
+    statement on the connection of the loop's own that ``lease`` grants (realtime/database.py),
+    in autocommit, so no database thread is woken for it and the row is kept at once. Raises
+    ``Stale`` as ``store`` does, ``LoopConnectionUnavailable`` when nothing was sent (no
+    connection could be made), and Django's DatabaseError when the statement failed: then
+    whether it was written may be unknown (a connection lost before its reply), as for a
+    failed commit."""
+    try:
+        write = _Write.of(match, events, round_no=round_no, read_seq=read_seq)
+    except BaseException:
+        lease.release()
+        raise
     (statement,) = write.statements
     try:
-        async with loop_connection() as db:
+        async with lease as db:
             try:
                 cursor = await db.execute(statement, write.params, prepare=True)
                 rowcount, written = cursor.rowcount, await cursor.fetchone()

@@ -25,7 +25,7 @@ from django.utils import timezone as dj_timezone
 import engine
 from accounts.services import rating_record_result
 from engine import Rejection
-from realtime.database import LoopConnectionUnavailable
+from realtime.database import LoopConnectionUnavailable, lease_loop_connection
 
 from . import broadcast, presence, rows, timekeeping, webbeats
 from .models import Match, TimingFault
@@ -195,38 +195,56 @@ async def match_submit_on_loop(
     twice). Its after-commit writes and broadcasts are held (``broadcast.held``)."""
     if (kept := _kept_for_the_loop(match_id)) is None:
         return None
+    if (lease := lease_loop_connection()) is None:
+        return None  # every connection of the loop is in use: the threads, at once
     match, players = kept
+    read_seq = match.seq
+    try:
+        judged = _judged_on_loop(match, user, command, cseq, arrival_ms)
+    except BaseException:
+        lease.release()
+        raise
+    if not isinstance(judged, _Move):
+        lease.release()
+        return judged
+    _store(match, judged.state, judged.arrival_ms)
+    writing = asyncio.ensure_future(
+        rows.store_on_loop(
+            match, judged.events, round_no=judged.state.round_no, read_seq=read_seq, lease=lease
+        )
+    )
+    after_commit = partial(_after_commit_on_loop, match, judged, arrival_token, players)
+    try:
+        # Not asyncio.shield: a failure it re-raised here would join this frame, which holds
+        # the write, to its traceback: a cycle of garbage holding the match, for the collector.
+        await asyncio.wait([writing])
+    except asyncio.CancelledError:
+        # A socket closed meanwhile cancels its task, not the write, whose broadcast then goes
+        # out on its own (as a database thread's does, finishing after its caller left).
+        writing.add_done_callback(partial(_published_alone, after_commit))
+        raise
+    if isinstance(writing.exception(), (rows.Stale, LoopConnectionUnavailable)):
+        return None  # nothing written: made the usual way, on the row as it is now
+    writing.result()  # a write that failed once sent: DatabaseError
+    after_commit()
+    return Outcome(seq=match.seq, released=True)
+
+
+def _judged_on_loop(match: Match, user, command, cseq, arrival_ms) -> _Move | Outcome | None:
+    """The move judged from the kept row's snapshot, or what it makes if nothing is left to
+    write (``Outcome``); None if it must be judged or written the usual way."""
     state = snapshot_state(match)
     if state is None or (
         _clock_runs(match) and not _web_up_during_turn_known_here(state, arrival_ms)
     ):
         return None  # judged from the record, or asking Redis whether the web tier was down
-    read_seq = match.seq
     try:
         judged = _judge(match, state, user, command, cseq, arrival_ms, locked=False)
     except (_NeedsLock, CommandRejected):
         return None
-    if isinstance(judged, Outcome):
-        return judged
-    if engine.header_changes(judged.state, judged.events):
+    if isinstance(judged, _Move) and engine.header_changes(judged.state, judged.events):
         return None  # a deal, or a round's end: the header is written too
-    _store(match, judged.state, judged.arrival_ms)
-    round_no = judged.state.round_no
-    # Shielded: a socket closed meanwhile cancels its task, not the write, whose broadcast
-    # then goes out on its own (as a database thread's does, finishing after its caller left).
-    writing = asyncio.ensure_future(
-        rows.store_on_loop(match, judged.events, round_no=round_no, read_seq=read_seq)
-    )
-    after_commit = partial(_after_commit_on_loop, match, judged, arrival_token, players)
-    try:
-        await asyncio.shield(writing)
-    except asyncio.CancelledError:
-        writing.add_done_callback(partial(_published_alone, after_commit))
-        raise
-    except (rows.Stale, LoopConnectionUnavailable):
-        return None  # nothing written: made the usual way, on the row as it is now
-    after_commit()
-    return Outcome(seq=match.seq, released=True)
+    return judged
 
 
 def _after_commit_on_loop(match: Match, judged: _Move, arrival_token: str, players) -> None:

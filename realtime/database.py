@@ -19,7 +19,7 @@ enough for a human pace: a process's few moves a second spread over its threads,
 connection waits seconds between calls.
 
 A player's move read without its lock (matches/services.py) is written from the event loop itself,
-on one of a few connections that loop keeps (``loop_connection``): at a human pace each hop
+on one of a few connections that loop keeps (``lease_loop_connection``): at a human pace each hop
 between threads costs a sleeping thread's wake-up, and a move made on a database thread took
 three (to the thread, to the stamp it waits for, back to the loop).
 
@@ -33,7 +33,6 @@ closes them as each request finishes.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
@@ -114,57 +113,83 @@ def close_request_connections(**kwargs) -> None:
 
 
 class LoopConnectionUnavailable(Exception):
-    """Every connection of the event loop is in use, or none could be made: nothing was sent,
-    and the caller goes the way of the threads."""
+    """No connection of the event loop could be made: nothing was sent, and the caller goes the
+    way of the threads."""
 
 
 class _LoopConnections:
     """At most ``size`` PostgreSQL connections of one event loop, in autocommit, opened when
-    first needed and kept. A caller never waits for one: when all are in use it is told so at
-    once (``LoopConnectionUnavailable``). A connection is held until the loop comes back to the
-    coroutine that awaits its reply, so a busy loop holds each longer; waiting for one then
-    would queue moves behind the loop's own lag (at 1,000 matches, a wait of up to 2 s made
-    moves time out into the threads, doing their work twice). Not psycopg_pool's
-    AsyncConnectionPool: that one fills itself from worker tasks of its own, which would
-    outlive the short loops of tests, and checks connections with a round trip; here a kept
-    connection is checked as the threads' are, by a look at its socket, and one that failed
-    in use is closed, never handed out again."""
+    first needed and kept. A caller never waits for one: it leases one before it does any
+    work (``lease``), and when all are leased it is told so at once and goes the way of the
+    threads. A lease lasts until the loop comes back to the coroutine that awaits its reply,
+    so a busy loop holds each longer; waiting for one then would queue moves behind the
+    loop's own lag (at 1,000 matches, a wait of up to 2 s made moves time out into the
+    threads, doing their work twice). Not psycopg_pool's AsyncConnectionPool: that one fills
+    itself from worker tasks of its own, which would outlive the short loops of tests, and
+    checks connections with a round trip; here a kept connection is checked as the threads'
+    are, by a look at its socket, and one that failed in use is closed, never handed out
+    again."""
 
     def __init__(self, size: int):
         self.idle: list[psycopg.AsyncConnection] = []
-        self.free = asyncio.Semaphore(size)
+        self.size = size
+        self.leased = 0
 
-    @contextlib.asynccontextmanager
-    async def connection(self):
-        if self.free.locked():
-            raise LoopConnectionUnavailable("every connection of the loop is in use")
-        await self.free.acquire()  # free now: no wait
-        try:
-            try:
-                db = await self._take()
-            except psycopg.Error as exc:
-                raise LoopConnectionUnavailable(f"no connection could be made: {exc}") from exc
-            try:
-                yield db
-            except BaseException:
-                await db.close()
-                raise
-            self.idle.append(db)
-        finally:
-            self.free.release()
+    def lease(self) -> LoopConnectionLease | None:
+        if self.leased >= self.size:
+            return None
+        self.leased += 1
+        return LoopConnectionLease(self)
 
-    async def _take(self) -> psycopg.AsyncConnection:
+    async def take(self) -> psycopg.AsyncConnection:
         while self.idle:
             db = self.idle.pop()
             if not db.closed and _nothing_to_read(db):
                 return db
             await db.close()  # the server said goodbye meanwhile
-        return await _connect()
+        try:
+            return await _connect()
+        except psycopg.Error as exc:
+            raise LoopConnectionUnavailable(f"no connection could be made: {exc}") from exc
 
     async def close(self) -> None:
         idle, self.idle = self.idle, []
         for db in idle:
             await db.close()
+
+
+class LoopConnectionLease:
+    """The right to one of the loop's connections, taken without waiting: ``async with lease
+    as db`` for one call (raises ``LoopConnectionUnavailable`` if no connection can be made),
+    or ``release()`` if it is not used. Either frees it, once."""
+
+    def __init__(self, pool: _LoopConnections):
+        self._pool = pool
+        self._db: psycopg.AsyncConnection | None = None
+        self._held = True
+
+    async def __aenter__(self) -> psycopg.AsyncConnection:
+        try:
+            self._db = await self._pool.take()
+        except BaseException:
+            self.release()
+            raise
+        return self._db
+
+    async def __aexit__(self, kind, error, traceback) -> None:
+        db, self._db = self._db, None
+        try:
+            if error is None:
+                self._pool.idle.append(db)
+            else:
+                await db.close()  # failed in use: never handed out again
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        if self._held:
+            self._held = False
+            self._pool.leased -= 1
 
 
 async def _connect() -> psycopg.AsyncConnection:
@@ -179,15 +204,14 @@ async def _connect() -> psycopg.AsyncConnection:
 _loop_connections: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def loop_connection():
-    """``async with loop_connection() as db``: one of this event loop's PostgreSQL connections
-    (in autocommit) for one call, or ``LoopConnectionUnavailable`` at once if none is free or
-    none can be made."""
+def lease_loop_connection() -> LoopConnectionLease | None:
+    """A lease on one of this event loop's PostgreSQL connections (in autocommit), or None at
+    once if every one is leased."""
     loop = asyncio.get_running_loop()
     kept = _loop_connections.get(loop)
     if kept is None:
-        kept = _loop_connections[loop] = _LoopConnections(settings.DB_THREADS)
-    return kept.connection()
+        kept = _loop_connections[loop] = _LoopConnections(settings.LOOP_DB_CONNECTIONS)
+    return kept.lease()
 
 
 async def close_loop_connections() -> None:

@@ -2,6 +2,7 @@
 client gets a match's events. Real database, Redis and channel layer."""
 
 import asyncio
+import json
 import threading
 
 import pytest
@@ -66,13 +67,27 @@ async def test_a_spectator_has_a_small_message_budget(settings):
     await watcher.disconnect()
 
 
+def forged_view(first_seq: int, last_seq: int) -> dict:
+    """A view as a broadcast carries it, claiming the events first_seq..last_seq."""
+    events = [{"seq": n, "type": "start"} for n in range(first_seq, 1 + last_seq)]
+    return {"type": "state", "seq": last_seq, "events": events}
+
+
 def forged_broadcast(first_seq: int, last_seq: int) -> dict:
     """A broadcast as the service sends it, claiming the events first_seq..last_seq."""
-    events = [{"seq": n, "type": "start"} for n in range(first_seq, 1 + last_seq)]
-    return {
-        "type": "match.message",
-        "payload": {"type": "state", "seq": last_seq, "events": events},
-    }
+    return broadcast.layer_message(forged_view(first_seq, last_seq))
+
+
+def test_a_broadcast_crosses_the_layer_as_its_text_and_numbers_only():
+    """Every process that hears a broadcast unpacks it: as nested dicts and lists, a view is a
+    few hundred objects for each socket's process to allocate and its collector to walk; as
+    the JSON text the socket sends, one string, encoded once by the sender."""
+    view = forged_view(3, 5)
+    message = broadcast.layer_message(view)
+    flat = {key: type(value) for key, value in message.items()}
+    assert flat == {"type": str, "seq": int, "first_seq": int, "text": str}
+    assert (message["seq"], message["first_seq"], json.loads(message["text"])) == (5, 3, view)
+    assert broadcast.layer_message({**view, "events": []})["first_seq"] is None
 
 
 async def test_a_broadcast_that_skips_ahead_becomes_a_resync_from_the_record():
@@ -94,7 +109,7 @@ async def test_a_broadcast_in_order_is_forwarded_as_it_is():
     seat1 = await connect(match, await database_sync_to_async(lambda: match.player1)())
     message = forged_broadcast(1, 1)
     await get_channel_layer().group_send(broadcast.group_name(match.pk, 1), message)
-    assert await seat1.receive_json_from(timeout=TIMEOUT_S) == message["payload"]
+    assert await seat1.receive_from(timeout=TIMEOUT_S) == message["text"]
     await seat1.disconnect()
 
 
@@ -116,7 +131,7 @@ async def test_a_socket_joins_its_group_again_after_redis_lost_it(monkeypatch, s
         await layer.group_send(group, message)
         if not await seat0.receive_nothing(timeout=0.1):
             break
-    assert await seat0.receive_json_from(timeout=TIMEOUT_S) == message["payload"]
+    assert await seat0.receive_from(timeout=TIMEOUT_S) == message["text"]
     await seat0.disconnect()
 
 

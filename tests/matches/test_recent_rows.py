@@ -56,7 +56,7 @@ def test_a_broadcast_of_a_later_seq_makes_the_next_move_read_the_row(table):
 
 def rows_sent(sent, match) -> dict[str, bytes | None]:
     """The row each audience's group was sent with the match's last broadcast."""
-    last = [(group, message) for group, message in sent if message["payload"]["seq"] == match.seq]
+    last = [(group, message) for group, message in sent if message["seq"] == match.seq]
     return {group.rsplit(".", 1)[1]: message.get("row") for group, message in last}
 
 
