@@ -19,6 +19,8 @@ from functools import partial
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from channels_redis.pubsub import RedisPubSubChannelLayer
+from django.conf import settings
 
 import engine
 from realtime.redis_clients import async_redis, sync_redis
@@ -238,7 +240,6 @@ async def held():
     finally:
         _held.reset(token)
         writes, builds = kept.close()
-        await _write_held(writes)
         # Committed all the same: a change whose broadcast fails is repaired by a resync.
         messages = []
         for build in builds:
@@ -246,28 +247,60 @@ async def held():
                 messages.extend(build())
             except Exception:
                 log.exception("could not build a change's broadcasts")
-        if messages:
-            try:
-                await _send_all(messages)
-            except Exception:
-                log.exception("could not broadcast %d messages", len(messages))
+        try:
+            if writes or messages:
+                await _send_all(messages, _queued(writes))
+        except Exception:  # what the writes keep is rebuilt or expires (see their callers)
+            log.exception("could not write or broadcast %d changes", len(builds) or len(writes))
 
 
-async def _write_held(writes: list) -> None:
+def _queued(writes: list):
+    """An async pipeline with the ``writes`` queued, or None if there are none."""
     if not writes:
-        return
-    try:
-        pipe = async_redis().pipeline(transaction=False)
-        for write in writes:
-            write(pipe)
-        await pipe.execute()
-    except Exception:  # what the writes keep is rebuilt or expires (see their callers)
-        log.exception("could not write %d changes' after-commit state to Redis", len(writes))
+        return None
+    pipe = async_redis().pipeline(transaction=False)
+    for write in writes:
+        write(pipe)
+    return pipe
 
 
-async def _send_all(messages) -> None:
+async def _send_all(messages, pipe=None) -> None:
+    """Send the (group, message) pairs, after what ``pipe`` holds (Redis writes): in that one
+    pipeline where the channel layer's groups are pub/sub channels of this process's Redis (a
+    command sent alone costs the loop a system call and a reply to read), else the pipeline
+    first and then the layer's sends."""
     layer = get_channel_layer()
-    await asyncio.gather(*(layer.group_send(group, message) for group, message in messages))
+    channel_of = _group_channel_namer(layer)
+    if channel_of is None:
+        try:
+            if pipe is not None:
+                await pipe.execute()
+        except Exception:  # what the writes keep is rebuilt or expires (see their callers)
+            log.exception("could not write a change's after-commit state to Redis")
+        await asyncio.gather(*(layer.group_send(group, message) for group, message in messages))
+        return
+    pipe = pipe if pipe is not None else async_redis().pipeline(transaction=False)
+    for group, message in messages:
+        pipe.publish(channel_of(group), layer.serialize(message))
+    await pipe.execute()  # sent whole even if a write is refused: Redis runs the rest
+
+
+def _group_channel_namer(layer) -> Callable[[str], str] | None:
+    """How channels-redis's pub/sub layer names a group's channel, if the layer is that one
+    and all its connections are to this process's Redis (config/env.py
+    ``redis_channel_layers``): a message published there under that name reaches the group.
+    None for another layer, or one on other servers."""
+    if not isinstance(layer, RedisPubSubChannelLayer):
+        return None
+    hosts = layer._kwargs.get("hosts") or []
+    if not hosts or any(_address(host) != settings.REDIS_URL for host in hosts):
+        return None
+    prefix = layer._kwargs.get("prefix", "asgi")
+    return f"{prefix}__group__{{}}".format
+
+
+def _address(host) -> str | None:
+    return host.get("address") if isinstance(host, dict) else host
 
 
 # A change's seq and deadline, unless a later change of the match got there first: each

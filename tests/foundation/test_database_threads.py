@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
+from channels_redis.pubsub import RedisPubSubLoopLayer
 from django.db import connection
 
 from matches import broadcast
@@ -100,6 +101,28 @@ async def test_held_writes_and_broadcasts_are_made_when_the_block_ends_not_by_th
         # Returned without writing or sending: nothing is made while the block lasts.
         assert await _received_within(receiving, 0.3) is None
         assert await async_redis().get(key) is None
+    assert await _received_within(receiving, MEETING_TIMEOUT_S) == message
+    assert await async_redis().get(key) == "written"
+
+
+async def test_a_held_changes_writes_and_broadcasts_go_to_redis_in_one_pipeline(
+    subscribed, monkeypatch
+):
+    # Each Redis command a move sends costs the loop a system call and a reply to read: the
+    # broadcasts are published in the pipeline of the writes, not one group_send each.
+    layer, group, channel = subscribed
+    message = {"type": "match.message", "seq": 12}
+    key = f"test:held:{uuid.uuid4().hex}"
+    receiving = asyncio.ensure_future(layer.receive(channel))
+
+    async def no_group_send(self, group, message):
+        raise AssertionError("published by the layer, one round trip per message")
+
+    monkeypatch.setattr(RedisPubSubLoopLayer, "group_send", no_group_send)
+    async with broadcast.held():
+        await sync_to_async(broadcast.publish_messages, thread_sensitive=False)(
+            lambda: [(group, message)], writing(key)
+        )
     assert await _received_within(receiving, MEETING_TIMEOUT_S) == message
     assert await async_redis().get(key) == "written"
 

@@ -10,7 +10,6 @@ import uuid
 
 import pytest
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
@@ -290,9 +289,9 @@ async def test_changes_are_sent_to_spectators_only_where_a_match_is_watched(monk
     sent_to = []
     real_send_all = broadcast._send_all
 
-    async def recording(messages):
+    async def recording(messages, pipe=None):
         sent_to.append({group.rsplit(".", 1)[1] for group, _ in messages})
-        await real_send_all(messages)
+        await real_send_all(messages, pipe)
 
     monkeypatch.setattr(broadcast, "_send_all", recording)
     match = await new_dealt_match()
@@ -462,19 +461,18 @@ async def test_the_mover_is_acked_before_the_moves_broadcasts_go_out(monkeypatch
     sockets, firsts = await seated(match)
     starter = firsts[0]["starter"]
     sent = []  # what happened, in order: "ack" sent to the starter, or the group published to
-    layer = get_channel_layer()  # the one the sockets and the service use
-    group_send, to_starter = layer.group_send, sockets[starter].output_queue.put_nowait
+    send_all, to_starter = broadcast._send_all, sockets[starter].output_queue.put_nowait
 
-    async def noting_group_send(group, message):
-        sent.append(group.rsplit(".", 1)[1])
-        await group_send(group, message)
+    async def noting_send_all(messages, pipe=None):
+        sent.extend(group.rsplit(".", 1)[1] for group, _ in messages)
+        await send_all(messages, pipe)
 
     def noting_put(message):
         if "text" in message and json.loads(message["text"])["type"] == "ack":
             sent.append("ack")
         to_starter(message)
 
-    monkeypatch.setattr(layer, "group_send", noting_group_send)
+    monkeypatch.setattr(broadcast, "_send_all", noting_send_all)
     monkeypatch.setattr(sockets[starter].output_queue, "put_nowait", noting_put)
     broadcasts = await press_start(sockets, starter)
     # (and to spectators unless this process has read that nobody watches: matches/readings.py)
