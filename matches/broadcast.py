@@ -21,6 +21,8 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from channels_redis.pubsub import RedisPubSubChannelLayer
 from django.conf import settings
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 import engine
 from realtime.redis_clients import async_redis, sync_redis
@@ -255,9 +257,7 @@ async def held():
 
 
 def _queued(writes: list):
-    """An async pipeline with the ``writes`` queued, or None if there are none."""
-    if not writes:
-        return None
+    """An async pipeline with the ``writes`` queued."""
     pipe = async_redis().pipeline(transaction=False)
     for write in writes:
         write(pipe)
@@ -265,24 +265,33 @@ def _queued(writes: list):
 
 
 async def _send_all(messages, pipe=None) -> None:
-    """Send the (group, message) pairs, after what ``pipe`` holds (Redis writes): in that one
-    pipeline where the channel layer's groups are pub/sub channels of this process's Redis (a
-    command sent alone costs the loop a system call and a reply to read), else the pipeline
-    first and then the layer's sends."""
+    """Send the (group, message) pairs, after what ``pipe`` holds (Redis writes, from
+    ``held``): in that one pipeline where the channel layer allows (``_published_with``), else
+    by the layer's own sends once the pipeline has run."""
     layer = get_channel_layer()
-    channel_of = _group_channel_namer(layer)
-    if channel_of is None:
-        try:
-            if pipe is not None:
-                await pipe.execute()
-        except Exception:  # what the writes keep is rebuilt or expires (see their callers)
-            log.exception("could not write a change's after-commit state to Redis")
-        await asyncio.gather(*(layer.group_send(group, message) for group, message in messages))
+    if pipe is not None and await _published_with(pipe, layer, messages):
         return
-    pipe = pipe if pipe is not None else async_redis().pipeline(transaction=False)
-    for group, message in messages:
-        pipe.publish(channel_of(group), layer.serialize(message))
-    await pipe.execute()  # sent whole even if a write is refused: Redis runs the rest
+    await asyncio.gather(*(layer.group_send(group, message) for group, message in messages))
+
+
+async def _published_with(pipe, layer, messages) -> bool:
+    """Run ``pipe`` with the messages published in it where the layer's groups are pub/sub
+    channels of this process's Redis (a command sent alone costs the loop a system call and
+    a reply to read): True if they were sent so. A pipeline that did not reach Redis (a busy
+    pool, a lost connection) leaves them to the layer's own connections: a message that got
+    through twice is dropped by its sockets (its seq is not new)."""
+    channel_of = _group_channel_namer(layer)
+    if channel_of is not None:
+        for group, message in messages:
+            pipe.publish(channel_of(group), layer.serialize(message))
+    try:
+        await pipe.execute()
+    except (RedisConnectionError, RedisTimeoutError):
+        log.exception("could not write a change's after-commit state to Redis")
+        return False
+    except Exception:  # a write Redis refused: it ran the rest of the pipeline all the same
+        log.exception("could not write a change's after-commit state to Redis")
+    return channel_of is not None
 
 
 def _group_channel_namer(layer) -> Callable[[str], str] | None:

@@ -207,12 +207,17 @@ async def match_submit_on_loop(
     if not isinstance(judged, _Move):
         lease.release()
         return judged
-    _store(match, judged.state, judged.arrival_ms)
+    try:
+        _store(match, judged.state, judged.arrival_ms)
+    except BaseException:
+        lease.release()
+        raise
     writing = asyncio.ensure_future(
         rows.store_on_loop(
             match, judged.events, round_no=judged.state.round_no, read_seq=read_seq, lease=lease
         )
     )
+    writing.add_done_callback(lambda _: lease.release())  # a write cancelled before it began
     after_commit = partial(_after_commit_on_loop, match, judged, arrival_token, players)
     try:
         # Not asyncio.shield: a failure it re-raised here would join this frame, which holds
@@ -256,8 +261,12 @@ def _after_commit_on_loop(match: Match, judged: _Move, arrival_token: str, playe
 
 def _published_alone(after_commit, writing: asyncio.Future) -> None:
     """The write of a move whose caller was cancelled ended: if it was made, tell everyone."""
-    if not writing.cancelled() and writing.exception() is None:
+    if writing.cancelled():
+        return
+    if (failure := writing.exception()) is None:
         asyncio.ensure_future(_held_for_the_loop(after_commit))
+    elif not isinstance(failure, (rows.Stale, LoopConnectionUnavailable)):
+        log.error("a move whose socket closed may not be written: %r", failure)
 
 
 async def _held_for_the_loop(after_commit) -> None:

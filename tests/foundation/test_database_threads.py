@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+import redis.asyncio
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from channels_redis.pubsub import RedisPubSubLoopLayer
@@ -125,6 +126,23 @@ async def test_a_held_changes_writes_and_broadcasts_go_to_redis_in_one_pipeline(
         )
     assert await _received_within(receiving, MEETING_TIMEOUT_S) == message
     assert await async_redis().get(key) == "written"
+
+
+async def test_a_held_change_whose_pipeline_cannot_reach_redis_is_broadcast_by_the_layer(
+    subscribed, monkeypatch
+):
+    # The process's own Redis pool is busy or its connection lost: the layer's connections
+    # still carry the change to its sockets (a resync would cost every client a full state).
+    layer, group, channel = subscribed
+    message = {"type": "match.message", "seq": 13}
+    unreachable = redis.asyncio.Redis.from_url("redis://127.0.0.1:1/0")
+    monkeypatch.setattr(broadcast, "async_redis", lambda: unreachable)
+    receiving = asyncio.ensure_future(layer.receive(channel))
+    async with broadcast.held():
+        await sync_to_async(broadcast.publish_messages, thread_sensitive=False)(
+            lambda: [(group, message)], writing(f"test:held:{uuid.uuid4().hex}")
+        )
+    assert await _received_within(receiving, MEETING_TIMEOUT_S) == message
 
 
 async def test_the_messages_of_a_held_change_are_built_on_the_loop_once_the_block_ends(

@@ -332,6 +332,30 @@ def test_a_flood_of_moves_leaves_no_cycle_of_garbage_holding_a_match(make_user, 
     assert held == []
 
 
+def test_a_write_cancelled_before_it_began_gives_its_connection_back(table, sent, monkeypatch):
+    """The loop is shutting down: the write's task is cancelled before its first step. Its
+    lease is given back all the same (else the loop would have one connection fewer, for good)."""
+    ready(table)
+    real_ensure_future = asyncio.ensure_future
+
+    def cancelled_at_once(coroutine):
+        task = real_ensure_future(coroutine)
+        task.cancel()
+        return task
+
+    monkeypatch.setattr(services.asyncio, "ensure_future", cancelled_at_once)
+    move = loop_move(table)
+    leased = []
+
+    async def cancelled_write():
+        with pytest.raises(asyncio.CancelledError):
+            await move()
+        leased.append(database._loop_connections[asyncio.get_running_loop()].leased)
+
+    on_a_loop(cancelled_write)
+    assert leased == [0]
+
+
 @contextlib.contextmanager
 def garbage_in_cycles():
     """The objects left in reference cycles by the block (the collector kept off meanwhile)."""
