@@ -15,7 +15,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -294,11 +294,12 @@ async def _published_with(pipe, layer, messages) -> bool:
     return channel_of is not None
 
 
+@lru_cache(maxsize=4)
 def _group_channel_namer(layer) -> Callable[[str], str] | None:
     """How channels-redis's pub/sub layer names a group's channel, if the layer is that one
     and all its connections are to this process's Redis (config/env.py
     ``redis_channel_layers``): a message published there under that name reaches the group.
-    None for another layer, or one on other servers."""
+    None for another layer, or one on other servers. Asked once per layer, not per change."""
     if not isinstance(layer, RedisPubSubChannelLayer):
         return None
     hosts = layer._kwargs.get("hosts") or []

@@ -264,11 +264,7 @@ async def store_on_loop(
     connection could be made), and Django's DatabaseError when the statement failed: then
     whether it was written may be unknown (a connection lost before its reply), as for a
     failed commit."""
-    try:
-        write = _Write.of(match, events, round_no=round_no, read_seq=read_seq)
-    except BaseException:
-        lease.release()
-        raise
+    write = _Write.of(match, events, round_no=round_no, read_seq=read_seq)
     (statement,) = write.statements
     try:
         async with lease as db:

@@ -199,25 +199,27 @@ async def match_submit_on_loop(
         return None  # every connection of the loop is in use: the threads, at once
     match, players = kept
     read_seq = match.seq
+    writing = None
     try:
         judged = _judged_on_loop(match, user, command, cseq, arrival_ms)
-    except BaseException:
-        lease.release()
-        raise
-    if not isinstance(judged, _Move):
-        lease.release()
-        return judged
-    try:
+        if not isinstance(judged, _Move):
+            return judged
         _store(match, judged.state, judged.arrival_ms)
-    except BaseException:
-        lease.release()
-        raise
-    writing = asyncio.ensure_future(
-        rows.store_on_loop(
-            match, judged.events, round_no=judged.state.round_no, read_seq=read_seq, lease=lease
+        writing = asyncio.ensure_future(
+            rows.store_on_loop(
+                match,
+                judged.events,
+                round_no=judged.state.round_no,
+                read_seq=read_seq,
+                lease=lease,
+            )  # fmt: skip
         )
-    )
-    writing.add_done_callback(lambda _: lease.release())  # a write cancelled before it began
+    finally:
+        # The write gives its lease back when it ends, even cancelled before it began.
+        if writing is None:
+            lease.release()
+        else:
+            writing.add_done_callback(lambda _: lease.release())
     after_commit = partial(_after_commit_on_loop, match, judged, arrival_token, players)
     try:
         # Not asyncio.shield: a failure it re-raised here would join this frame, which holds
@@ -228,11 +230,15 @@ async def match_submit_on_loop(
         # out on its own (as a database thread's does, finishing after its caller left).
         writing.add_done_callback(partial(_published_alone, after_commit))
         raise
-    if isinstance(writing.exception(), (rows.Stale, LoopConnectionUnavailable)):
+    if isinstance(writing.exception(), _NOTHING_WRITTEN):
         return None  # nothing written: made the usual way, on the row as it is now
     writing.result()  # a write that failed once sent: DatabaseError
     after_commit()
     return Outcome(seq=match.seq, released=True)
+
+
+# How a loop write fails having written nothing: the move is then made the usual way.
+_NOTHING_WRITTEN = (rows.Stale, LoopConnectionUnavailable)
 
 
 def _judged_on_loop(match: Match, user, command, cseq, arrival_ms) -> _Move | Outcome | None:
@@ -265,7 +271,7 @@ def _published_alone(after_commit, writing: asyncio.Future) -> None:
         return
     if (failure := writing.exception()) is None:
         asyncio.ensure_future(_held_for_the_loop(after_commit))
-    elif not isinstance(failure, (rows.Stale, LoopConnectionUnavailable)):
+    elif not isinstance(failure, _NOTHING_WRITTEN):
         log.error("a move whose socket closed may not be written: %r", failure)
 
 

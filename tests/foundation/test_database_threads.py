@@ -85,6 +85,14 @@ def writing(key: str):
     return writes
 
 
+async def published_in_a_held_block(group: str, message: dict, writes) -> None:
+    """A service call, on a database thread, publishes ``message`` after ``writes``, held."""
+    async with broadcast.held():
+        await sync_to_async(broadcast.publish_messages, thread_sensitive=False)(
+            lambda: [(group, message)], writes
+        )
+
+
 async def test_held_writes_and_broadcasts_are_made_when_the_block_ends_not_by_the_thread(
     subscribed,
 ):
@@ -120,10 +128,7 @@ async def test_a_held_changes_writes_and_broadcasts_go_to_redis_in_one_pipeline(
         raise AssertionError("published by the layer, one round trip per message")
 
     monkeypatch.setattr(RedisPubSubLoopLayer, "group_send", no_group_send)
-    async with broadcast.held():
-        await sync_to_async(broadcast.publish_messages, thread_sensitive=False)(
-            lambda: [(group, message)], writing(key)
-        )
+    await published_in_a_held_block(group, message, writing(key))
     assert await _received_within(receiving, MEETING_TIMEOUT_S) == message
     assert await async_redis().get(key) == "written"
 
@@ -138,10 +143,7 @@ async def test_a_held_change_whose_pipeline_cannot_reach_redis_is_broadcast_by_t
     unreachable = redis.asyncio.Redis.from_url("redis://127.0.0.1:1/0")
     monkeypatch.setattr(broadcast, "async_redis", lambda: unreachable)
     receiving = asyncio.ensure_future(layer.receive(channel))
-    async with broadcast.held():
-        await sync_to_async(broadcast.publish_messages, thread_sensitive=False)(
-            lambda: [(group, message)], writing(f"test:held:{uuid.uuid4().hex}")
-        )
+    await published_in_a_held_block(group, message, writing(f"test:held:{uuid.uuid4().hex}"))
     assert await _received_within(receiving, MEETING_TIMEOUT_S) == message
 
 
