@@ -229,12 +229,13 @@ _held: contextvars.ContextVar[_Held | None] = contextvars.ContextVar("held", def
 
 
 @contextlib.asynccontextmanager
-async def held():
+async def held(*, replies_first: bool = False):
     """Hold the Redis writes and broadcasts of the service calls awaited in this block and
     make them from the event loop when it ends, committed or not: the database thread does
     not wait on Redis nor on the loop (a busy loop would make every later command wait
     behind it), and the mover's ack, sent inside the block, waits on neither, nor on the views
-    of the change (built at the end, on the loop)."""
+    of the change (built at the end, on the loop; after the replies the block sent have left
+    the process, with ``replies_first``)."""
     kept = _Held()
     token = _held.set(kept)
     try:
@@ -242,18 +243,35 @@ async def held():
     finally:
         _held.reset(token)
         writes, builds = kept.close()
-        # Committed all the same: a change whose broadcast fails is repaired by a resync.
-        messages = []
-        for build in builds:
-            try:
-                messages.extend(build())
-            except Exception:
-                log.exception("could not build a change's broadcasts")
+        if writes or builds:
+            # A task of its own: a socket cancelled meanwhile must not take the broadcasts of
+            # a committed change with it (they go out all the same; the socket stops waiting).
+            ending = asyncio.ensure_future(_send_kept(writes, builds, replies_first))
+            _ending.add(ending)
+            ending.add_done_callback(_ending.discard)
+            await asyncio.wait([ending])
+
+
+_ending: set[asyncio.Task] = set()  # the loop keeps only weak references to its tasks
+
+
+async def _send_kept(writes: list, builds: list, replies_first: bool) -> None:
+    if replies_first:
+        # This task's first step runs on the loop's next turn, ahead of the socket writes
+        # that turn's poll found ready (the block's replies among them): yielding once lets
+        # them go before the views are built and encoded, which takes the loop a while.
+        await asyncio.sleep(0)
+    # Committed all the same: a change whose broadcast fails is repaired by a resync.
+    messages = []
+    for build in builds:
         try:
-            if writes or messages:
-                await _send_all(messages, _queued(writes))
-        except Exception:  # what the writes keep is rebuilt or expires (see their callers)
-            log.exception("could not write or broadcast %d changes", len(builds) or len(writes))
+            messages.extend(build())
+        except Exception:
+            log.exception("could not build a change's broadcasts")
+    try:
+        await _send_all(messages, _queued(writes))
+    except Exception:  # what the writes keep is rebuilt or expires (see their callers)
+        log.exception("could not write or broadcast %d changes", len(builds) or len(writes))
 
 
 def _queued(writes: list):

@@ -36,7 +36,7 @@ async def receive(*, match_id: str, user, seats: list[int], content: dict, answe
     )  # fmt: skip
     # The move's broadcasts are held for the loop (not sent by the database thread) and go
     # out right after the ack: the mover's answer does not wait on every audience's.
-    async with broadcast.held():
+    async with broadcast.held(replies_first=True):
         # A move this process can make from its loop waits for its stamp (no thread to wake).
         on_loop = services.may_submit_on_loop(match_id)
         submitting = None

@@ -167,6 +167,61 @@ async def test_the_messages_of_a_held_change_are_built_on_the_loop_once_the_bloc
     assert await _received_within(receiving, MEETING_TIMEOUT_S) == message
 
 
+async def test_the_replies_of_a_held_block_leave_before_its_views_are_built(subscribed):
+    # Daphne writes a socket's frame when the loop's next poll finds the socket writable: a
+    # move's ack, sent inside the block, would otherwise wait for every audience's view.
+    layer, group, channel = subscribed
+    ours, theirs = socket.socketpair()
+    theirs.setblocking(False)
+    loop = asyncio.get_running_loop()
+    seen_by_build = []
+
+    def build() -> list:
+        try:
+            seen_by_build.append(theirs.recv(16))
+        except BlockingIOError:
+            seen_by_build.append(None)
+        return [(group, {"type": "match.message", "seq": 14})]
+
+    def write_reply() -> None:  # how the reactor writes a frame it was given
+        loop.remove_writer(ours)
+        ours.send(b"ack")
+
+    receiving = asyncio.ensure_future(layer.receive(channel))
+    with ours, theirs:
+        async with broadcast.held(replies_first=True):
+            await sync_to_async(broadcast.publish_messages, thread_sensitive=False)(build)
+            loop.add_writer(ours, write_reply)
+    assert seen_by_build == [b"ack"]
+    assert await _received_within(receiving, MEETING_TIMEOUT_S) == {"type": "match.message",
+                                                                   "seq": 14}  # fmt: skip
+
+
+async def test_a_block_cancelled_while_it_broadcasts_still_broadcasts(subscribed):
+    # A socket closed just after its move: the move is committed, so its broadcasts go out.
+    layer, group, channel = subscribed
+    message = {"type": "match.message", "seq": 15}
+    key = f"test:held:{uuid.uuid4().hex}"
+    block = None
+
+    def build() -> list:
+        asyncio.get_running_loop().call_soon(block.cancel)  # lands while the block sends
+        return [(group, message)]
+
+    async def socket_command() -> None:
+        async with broadcast.held():
+            await sync_to_async(broadcast.publish_messages, thread_sensitive=False)(
+                build, writing(key)
+            )
+
+    receiving = asyncio.ensure_future(layer.receive(channel))
+    block = asyncio.ensure_future(socket_command())
+    with pytest.raises(asyncio.CancelledError):
+        await block
+    assert await _received_within(receiving, MEETING_TIMEOUT_S) == message
+    assert await async_redis().get(key) == "written"
+
+
 async def test_outside_a_held_block_the_call_itself_writes_and_broadcasts(subscribed):
     layer, group, channel = subscribed
     message = {"type": "match.message", "payload": {"seq": 8}}
