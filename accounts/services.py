@@ -97,19 +97,23 @@ def rating_record_result(*, match) -> None:
     games = (players[0].rated_games, players[1].rated_games)
     after = elo.match_ratings(before, games, match.winner)
     now = match.finished_at or timezone.now()
+    changes = []
     for seat, player in enumerate(players):
         won = seat == match.winner
-        RatingChange.objects.create(
+        changes.append(RatingChange(
             user=player, match=match, before=before[seat], after=after[seat],
             score=1 if won else 0, k=elo.k_factor(games[seat]), at=now,
-        )  # fmt: skip
+        ))  # fmt: skip
         player.rating = after[seat]
         player.rated_games += 1
         player.rated_wins += 1 if won else 0
         player.rated_losses += 0 if won else 1
         player.last_rated_at = now
-        player.save(
-            update_fields=["rating", "rated_games", "rated_wins", "rated_losses", "last_rated_at"]
-        )
+    # Two statements for both players, not four: they run while the match's forfeit or last
+    # move waits to be broadcast.
+    RatingChange.objects.bulk_create(changes)
+    User.objects.bulk_update(
+        players, ["rating", "rated_games", "rated_wins", "rated_losses", "last_rated_at"]
+    )
     match.rating_before0, match.rating_before1 = before
     match.rating_after0, match.rating_after1 = after

@@ -19,6 +19,7 @@ from collections import OrderedDict
 from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import cache, lru_cache, partial
+from operator import itemgetter
 
 import psycopg
 from django.core.exceptions import ValidationError
@@ -252,6 +253,34 @@ def store(match: Match, events: list[dict], *, round_no: int, read_seq: int | No
         recent.forget(str(match.pk))
         raise
     write.done(version, keep=transaction.on_commit)
+
+
+def taken_events(match: Match) -> list[tuple[int, dict]]:
+    """Delete the match's event rows and return them, in seq order, as (round number, event):
+    one statement for what took two (read them, then delete them) when a match ends."""
+    db = connection
+    column = {
+        name: db.ops.quote_name(MatchEvent._meta.get_field(name).column)
+        for name in ("match", "seq", "round_number", "data")
+    }
+    sql = (
+        f"DELETE FROM {_table(db, MatchEvent)} WHERE {column['match']} = %s "
+        f"RETURNING {column['seq']}, {column['round_number']}, {column['data']}"
+    )
+    match_key = MatchEvent._meta.get_field("match").get_db_prep_value(match.pk, db)
+    with _cursor() as cursor:
+        cursor.execute(sql, [match_key])
+        taken = sorted(cursor.fetchall(), key=itemgetter(0))
+    return [(round_number, _event_data(data, db)) for _, round_number, data in taken]
+
+
+def _event_data(value, db):
+    """An event's ``data`` as the ORM would give it."""
+    field = MatchEvent._meta.get_field("data")
+    column = field.get_col(MatchEvent._meta.db_table)
+    for convert in db.ops.get_db_converters(column) + field.get_db_converters(db):
+        value = convert(value, column, db)
+    return value
 
 
 async def store_on_loop(

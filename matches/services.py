@@ -673,10 +673,10 @@ def _commit_change(
 def _fold_record(match: Match, state: engine.MatchState, events: list[dict]) -> None:
     """The match is over and never changes again: its whole record goes into the header, read
     in one piece from now on, and its event rows go (the table holds live matches only)."""
-    record = match.record
+    record = match.header  # written whole with the match's end: no copy of it is needed
+    for round_number, event in rows.taken_events(match):
+        record["rounds"][round_number - 1]["events"].append(event)
     engine.add_events(record, state, events)
-    match.header = record
-    match.events.all().delete()
 
 
 def _store(match: Match, state: engine.MatchState, now_ms: int) -> None:

@@ -9,6 +9,7 @@ import pytest
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+import engine
 from matches import rows
 from matches.models import Match, MatchEvent
 
@@ -82,6 +83,19 @@ def test_the_row_and_its_events_are_one_statement_on_postgresql(table):
             rows.store(match, [event(match.seq)], round_no=1)
     written = [q for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
     assert len(written) == (1 if connection.vendor == "postgresql" else 2), written
+
+
+def test_the_events_taken_at_a_match_end_are_the_orms_in_seq_order_and_then_gone(table):
+    table.play_until(lambda state: state.round_no == 2 and engine.starter(state) is None
+                     and state.phase != engine.DEALING)  # fmt: skip
+    stored = MatchEvent.objects.filter(match=table.match).order_by("seq")
+    expected = [(event.round_number, event.data) for event in stored]
+    assert {round_number for round_number, _ in expected} == {1, 2}
+    with transaction.atomic(), CaptureQueriesContext(connection) as queries:
+        taken = rows.taken_events(table.match)
+    assert taken == expected
+    assert len([q for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]) == 1
+    assert not MatchEvent.objects.filter(match=table.match).exists()
 
 
 def test_an_event_whose_seq_is_taken_changes_nothing(table):
