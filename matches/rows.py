@@ -259,6 +259,11 @@ def taken_events(match: Match) -> list[tuple[int, dict]]:
     """Delete the match's event rows and return them, in seq order, as (round number, event):
     one statement for what took two (read them, then delete them) when a match ends."""
     db = connection
+    if not db.features.can_return_columns_from_insert:  # SQLite before 3.35: no RETURNING
+        stored = MatchEvent.objects.filter(match=match).order_by("seq")
+        taken = list(stored.values_list("round_number", "data"))
+        stored.delete()
+        return taken
     column = {
         name: db.ops.quote_name(MatchEvent._meta.get_field(name).column)
         for name in ("match", "seq", "round_number", "data")
