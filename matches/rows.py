@@ -264,6 +264,24 @@ def taken_events(match: Match) -> list[tuple[int, dict]]:
         taken = list(stored.values_list("round_number", "data"))
         stored.delete()
         return taken
+    sql, data_column, converters = _taking(db.alias)
+    match_key = MatchEvent._meta.get_field("match").get_db_prep_value(match.pk, db)
+    with _cursor() as cursor:
+        cursor.execute(sql, [match_key])
+        taken = sorted(cursor.fetchall(), key=itemgetter(0))
+    events = []
+    for _, round_number, data in taken:
+        for convert in converters:  # as the ORM gives an event's data
+            data = convert(data, data_column, db)
+        events.append((round_number, data))
+    return events
+
+
+@cache
+def _taking(alias: str) -> tuple[str, object, list]:
+    """``taken_events``'s statement on one database, with the ``data`` column and its
+    converters: made once, as this module's other statements are."""
+    db = connections[alias]
     column = {
         name: db.ops.quote_name(MatchEvent._meta.get_field(name).column)
         for name in ("match", "seq", "round_number", "data")
@@ -272,20 +290,9 @@ def taken_events(match: Match) -> list[tuple[int, dict]]:
         f"DELETE FROM {_table(db, MatchEvent)} WHERE {column['match']} = %s "
         f"RETURNING {column['seq']}, {column['round_number']}, {column['data']}"
     )
-    match_key = MatchEvent._meta.get_field("match").get_db_prep_value(match.pk, db)
-    with _cursor() as cursor:
-        cursor.execute(sql, [match_key])
-        taken = sorted(cursor.fetchall(), key=itemgetter(0))
-    return [(round_number, _event_data(data, db)) for _, round_number, data in taken]
-
-
-def _event_data(value, db):
-    """An event's ``data`` as the ORM would give it."""
     field = MatchEvent._meta.get_field("data")
-    column = field.get_col(MatchEvent._meta.db_table)
-    for convert in db.ops.get_db_converters(column) + field.get_db_converters(db):
-        value = convert(value, column, db)
-    return value
+    data_column = field.get_col(MatchEvent._meta.db_table)
+    return sql, data_column, db.ops.get_db_converters(data_column) + field.get_db_converters(db)
 
 
 async def store_on_loop(
