@@ -166,7 +166,16 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 1.0,
         "options": {"expires": 1.0},
     },
+    # Finishes the match ends whose web process died between telling and concluding them.
+    "conclude-pending-ends": {
+        "task": "matches.tasks.conclude_pending_ends",
+        "schedule": 2.0,
+        "options": {"expires": 2.0},
+    },
 }
+# A web process concludes a match's end it made on its loop within milliseconds; one that has
+# not after this long died first, and the sweeper concludes it.
+END_CONCLUDED_WITHIN_MS = env_int("END_CONCLUDED_WITHIN_MS", 2_000)
 
 # --- Matches: the clock (RULES §7) and the service's timekeeping tolerances ----------------
 MATCH_BANK_MS = env_int("MATCH_BANK_MS", 120_000)

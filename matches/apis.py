@@ -262,7 +262,7 @@ class MatchDetailApi(APIView):
     def get(self, request, match_id):
         with paused_gc():
             match = match_for_record(match_id)
-            if not match.is_over:
+            if match.record_in_rows:  # live, or its end not concluded: it changes still
                 response = _json_response(match_record(match))
                 patch_cache_control(response, no_cache=True)
                 return response

@@ -42,7 +42,7 @@ def with_record(queryset: QuerySet[Match]) -> QuerySet[Match]:
     with it."""
     return queryset.only(
         "id", "status", "seq", "finished_at", "header", "balances", "winner", "reason",
-        "rating_before0", "rating_before1", "rating_after0", "rating_after1",
+        "end_pending", "rating_before0", "rating_before1", "rating_after0", "rating_after1",
     )  # fmt: skip
 
 

@@ -73,6 +73,10 @@ class Match(models.Model):
     rating_before1 = models.IntegerField(null=True, blank=True)
     rating_after0 = models.IntegerField(null=True, blank=True)
     rating_after1 = models.IntegerField(null=True, blank=True)
+    # Set by a match's end made on the event loop (a clock run out: services.match_expire_on_loop)
+    # until its record is folded and its ratings written (services.match_conclude), a moment
+    # later: meanwhile the record is read as a live one's is, from the header and event rows.
+    end_pending = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-created_at"]
@@ -84,6 +88,12 @@ class Match(models.Model):
             models.Index(fields=["status", "-finished_at"]),
             models.Index(fields=["player0", "-created_at"]),
             models.Index(fields=["player1", "-created_at"]),
+            # The sweeper's (services.conclude_pending_ends): none, or a few, at any time.
+            models.Index(
+                fields=["finished_at"],
+                condition=models.Q(end_pending=True),
+                name="match_end_pending",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -105,13 +115,21 @@ class Match(models.Model):
         return self.status in (self.Status.FINISHED, self.Status.VOID)
 
     @property
+    def record_in_rows(self) -> bool:
+        """Are the record's events still rows of their own (a live match, or an end not yet
+        folded), not in the header?"""
+        return not self.is_over or self.end_pending
+
+    @property
     def record(self) -> dict:
         """The whole record of ARCHIVE.md, as stored (nothing withheld): the header with each
         round's events and the totals as they stand. A fresh dict on every read."""
         record = copy.deepcopy(self.header)
-        if not self.is_over:  # a finished record holds its events already
+        if self.record_in_rows:  # a finished record holds its events already
             for event in self.events.all():
                 record["rounds"][event.round_number - 1]["events"].append(event.data)
+        if self.end_pending:  # what the fold will write: the last round's seed revealed
+            record["rounds"][-1]["seed"] = self.secret_seed
         record["balances"] = list(self.balances)
         record["status"] = self.status
         if self.is_over:

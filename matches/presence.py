@@ -28,6 +28,11 @@ def is_connected(match_id, seat: int) -> bool:
     return SEATS.count(subject(match_id, seat), wall_ms()) > 0
 
 
+def query_connected(pipe, match_id, seat: int) -> None:
+    """Queue into ``pipe`` how many of the seat's sockets are open (``is_connected`` if > 0)."""
+    SEATS.query_count(pipe, subject(match_id, seat), wall_ms())
+
+
 def _spectator(match_id, channel_name: str) -> str:
     return f"{match_id}/{channel_name}"
 

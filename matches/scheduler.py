@@ -150,10 +150,14 @@ def _deadline_poller():
     checked_at = [float("-inf")]
 
     async def fire(match_id: str, now_ms: int) -> None:
-        # One call per match, side by side on the database threads; each sends its own
-        # broadcasts as soon as it is done, not after the whole batch.
+        # One call per match, side by side (on the loop, or else on the database threads);
+        # each sends its own broadcasts as soon as it is done, not after the whole batch.
         async with broadcast.held():
-            await in_database_threads(fire_due)([match_id], now_ms)
+            ended_on_loop = await services.match_expire_on_loop(match_id=match_id, now_ms=now_ms)
+            if ended_on_loop is None:
+                await in_database_threads(fire_due)([match_id], now_ms)
+        if ended_on_loop is not None:  # told: now its record and ratings
+            await in_database_threads(services.match_conclude)(match_id=match_id)
 
     async def poll() -> float:
         loop = asyncio.get_running_loop()

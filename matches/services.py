@@ -14,7 +14,7 @@ import asyncio
 import logging
 import pickle
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 
 from celery import current_app
@@ -26,6 +26,7 @@ import engine
 from accounts.services import rating_record_result
 from engine import Rejection
 from realtime.database import LoopConnectionUnavailable, lease_loop_connection
+from realtime.redis_clients import async_redis
 
 from . import broadcast, presence, rows, timekeeping, webbeats
 from .models import Match, TimingFault
@@ -199,20 +200,37 @@ async def match_submit_on_loop(
         return None  # every connection of the loop is in use: the threads, at once
     match, players = kept
     read_seq = match.seq
-    writing = None
     try:
         judged = _judged_on_loop(match, user, command, cseq, arrival_ms)
-        if not isinstance(judged, _Move):
-            return judged
-        _store(match, judged.state, judged.arrival_ms)
+    except BaseException:
+        lease.release()
+        raise
+    if not isinstance(judged, _Move):
+        lease.release()
+        return judged
+    after_commit = partial(
+        _after_commit_on_loop, match, judged.state, judged.events, arrival_token, players
+    )
+    written = await _written_on_loop(
+        match, judged.state, judged.events, judged.arrival_ms, read_seq, lease, after_commit
+    )
+    return Outcome(seq=match.seq, released=True) if written else None
+
+
+async def _written_on_loop(
+    match: Match, state, events: list[dict], at_ms: int, read_seq: int, lease, after_commit
+) -> bool:
+    """Store ``state`` (made at ``at_ms``) and append its ``events`` in one statement on the
+    loop's connection (``lease``, given back when the write ends), only if the match is still
+    at ``read_seq``; then ``after_commit()``. False with nothing written (the change is then
+    made the usual way); a write that failed once sent raises DatabaseError."""
+    writing = None
+    try:
+        _store(match, state, at_ms)
         writing = asyncio.ensure_future(
             rows.store_on_loop(
-                match,
-                judged.events,
-                round_no=judged.state.round_no,
-                read_seq=read_seq,
-                lease=lease,
-            )  # fmt: skip
+                match, events, round_no=state.round_no, read_seq=read_seq, lease=lease
+            )
         )
     finally:
         # The write gives its lease back when it ends, even cancelled before it began.
@@ -220,7 +238,6 @@ async def match_submit_on_loop(
             lease.release()
         else:
             writing.add_done_callback(lambda _: lease.release())
-    after_commit = partial(_after_commit_on_loop, match, judged, arrival_token, players)
     try:
         # Not asyncio.shield: a failure it re-raised here would join this frame, which holds
         # the write, to its traceback: a cycle of garbage holding the match, for the collector.
@@ -231,10 +248,10 @@ async def match_submit_on_loop(
         writing.add_done_callback(partial(_published_alone, after_commit))
         raise
     if isinstance(writing.exception(), _NOTHING_WRITTEN):
-        return None  # nothing written: made the usual way, on the row as it is now
+        return False  # nothing written: made the usual way, on the row as it is now
     writing.result()  # a write that failed once sent: DatabaseError
     after_commit()
-    return Outcome(seq=match.seq, released=True)
+    return True
 
 
 # How a loop write fails having written nothing: the move is then made the usual way.
@@ -258,11 +275,11 @@ def _judged_on_loop(match: Match, user, command, cseq, arrival_ms) -> _Move | Ou
     return judged
 
 
-def _after_commit_on_loop(match: Match, judged: _Move, arrival_token: str, players) -> None:
+def _after_commit_on_loop(match: Match, state, events, arrival_token, players) -> None:
     try:  # committed all the same: a lost broadcast is repaired by the clients' resync
-        _after_commit(match, judged.state, judged.events, arrival_token, players)
+        _after_commit(match, state, events, arrival_token, players)
     except Exception:
-        log.exception("match %s: could not tell Redis and the players of a move", match.pk)
+        log.exception("match %s: could not tell Redis and the players of a change", match.pk)
 
 
 def _published_alone(after_commit, writing: asyncio.Future) -> None:
@@ -436,6 +453,67 @@ def match_expire(*, match_id, now_ms: int) -> str:
         if late_by > timekeeping.setting_ms("TIMEOUT_LATE_TOLERANCE_MS", 3_000):
             log.warning("match %s: deadline processed %d ms late", match.pk, late_by)
         return _expire_locked(match, match_state(match), now_ms)
+
+
+async def match_expire_on_loop(*, match_id, now_ms: int) -> str | None:
+    """``match_expire`` from the event loop, without a database thread, where it can be made so
+    (as ``match_submit_on_loop``): a running clock's deadline, passed at ``now_ms``, in a match
+    whose row this process keeps, with no command stamped before it pending and the web tier
+    known to have been up all through the turn. The match's end is then one statement (its row
+    and its last events), broadcast at once; its record is folded and its ratings written
+    after, by ``match_conclude``, which the caller runs next (or the sweeper, should this
+    process die first). Returns the end's kind (``timeout`` or ``abandon``); None with nothing
+    written, for the caller to call ``match_expire``. Its broadcasts are held, as a move's."""
+    if (kept := _kept_for_the_loop(match_id)) is None:
+        return None
+    match, players = kept
+    state = snapshot_state(match)
+    if (
+        state is None
+        or not _clock_runs(match)
+        or now_ms < match.deadline_ms
+        or not webbeats.up_here_throughout(state.turn_start_ms, now_ms)
+    ):
+        return None  # not due here, or a question for Redis's beats: the usual way asks it
+    pipe = async_redis().pipeline(transaction=False)
+    timekeeping.query_pending_before(pipe, str(match.pk), match.deadline_ms, now_ms)
+    presence.query_connected(pipe, str(match.pk), state.decider)
+    pending, connected = await pipe.execute()
+    if pending or (lease := lease_loop_connection()) is None:
+        return None  # a command sent in time goes first: the usual way waits for it
+    kind = "timeout" if connected or match.mode == Match.Mode.HOTSEAT else "abandon"
+    # A forfeit counts at the deadline, however late it is processed (RULES §7).
+    new_state, events = engine.apply(state, None, {"type": kind}, match.deadline_ms)
+    match.end_pending = True
+    after_commit = partial(_after_commit_on_loop, match, new_state, events, None, players)
+    written = await _written_on_loop(
+        match, new_state, events, now_ms, match.seq, lease, after_commit
+    )
+    return kind if written else None
+
+
+def match_conclude(*, match_id) -> bool:
+    """Finish a match's end made on the event loop (``match_expire_on_loop``): fold its record
+    and write its ratings, as a match's end made here does at once. Idempotent: False if there
+    was nothing left to do."""
+    with transaction.atomic():
+        match = _locked(match_id)
+        if not match.end_pending:
+            return False
+        state = match_state(match)
+        _fold_record(match, state, [])
+        match.end_pending = False
+        _rate(match, state)
+        rows.store(match, [], round_no=state.round_no)
+    return True
+
+
+def conclude_pending_ends(*, older_than_ms: int, now_ms: int) -> int:
+    """Conclude every match's end made on an event loop more than ``older_than_ms`` before
+    ``now_ms`` and not concluded since (its process died first): the sweeper's; how many."""
+    ended_by = datetime.fromtimestamp((now_ms - older_than_ms) / 1000, tz=UTC)
+    pending = Match.objects.filter(end_pending=True, finished_at__lt=ended_by)
+    return sum(match_conclude(match_id=pk) for pk in pending.values_list("pk", flat=True))
 
 
 def _expire_locked(match: Match, state: engine.MatchState, now_ms: int) -> str:
@@ -662,8 +740,8 @@ def _commit_change(
         engine.add_round(match.header, state)
         match.secret_seed = seed
     _store(match, state, now_ms)
-    if state.result is not None and match.rated and state.result.reason != "void":
-        rating_record_result(match=match)
+    if state.result is not None:
+        _rate(match, state)
     rows.store(match, appended, round_no=round_no, read_seq=read_seq)
     # Robust: the change is committed; a lost broadcast is repaired by the clients' resync.
     # A lambda, not a partial: Django names a failing robust callback by its __qualname__.
@@ -677,6 +755,12 @@ def _fold_record(match: Match, state: engine.MatchState, events: list[dict]) -> 
     for round_number, event in rows.taken_events(match):
         record["rounds"][round_number - 1]["events"].append(event)
     engine.add_events(record, state, events)
+
+
+def _rate(match: Match, state: engine.MatchState) -> None:
+    """A rated match's result goes to the ladder; a void one's never does."""
+    if match.rated and state.result.reason != "void":
+        rating_record_result(match=match)
 
 
 def _store(match: Match, state: engine.MatchState, now_ms: int) -> None:

@@ -31,6 +31,16 @@ def sweep_deadlines() -> int:
 
 
 @shared_task(ignore_result=True)
+def conclude_pending_ends() -> int:
+    """Every few seconds (beat): the backstop of the web processes' match ends made on their
+    loops (services.match_expire_on_loop), whose process died before folding the record and
+    writing the ratings; left alone while that process may still be at it."""
+    return services.conclude_pending_ends(
+        older_than_ms=settings.END_CONCLUDED_WITHIN_MS, now_ms=int(time.time() * 1000)
+    )
+
+
+@shared_task(ignore_result=True)
 def computer_turn(match_id: str, seq: int) -> str:
     """The computer's turn at event ``seq`` (queued by the service after each change)."""
     return computer.play_turn(match_id=match_id, seq=seq)

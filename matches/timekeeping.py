@@ -188,6 +188,11 @@ async def release_arrival(arrival: Arrival) -> None:
 
 def pending_before(match_id: str, deadline_ms: int, now: int) -> int:
     """How many commands stamped before ``deadline_ms`` (and not lost) are still pending."""
-    return sync_redis().zcount(
+    return query_pending_before(sync_redis(), match_id, deadline_ms, now)
+
+
+def query_pending_before(redis, match_id: str, deadline_ms: int, now: int):
+    """``pending_before`` asked of ``redis``: a client (the answer) or a pipeline (queued)."""
+    return redis.zcount(
         ARRIVALS_KEY.format(match_id=match_id), now - PENDING_TTL_MS, deadline_ms - 1
     )

@@ -54,7 +54,11 @@ class SocketPresence:
 
     def count(self, subject, now_ms: int) -> int:
         """How many of the subject's sockets were marked open lately."""
-        return int(sync_redis().zcount(self.key(subject), now_ms - self.stale_ms, "+inf"))
+        return int(self.query_count(sync_redis(), subject, now_ms))
+
+    def query_count(self, redis, subject, now_ms: int):
+        """``count`` asked of ``redis``: a client (the answer) or a pipeline (queued)."""
+        return redis.zcount(self.key(subject), now_ms - self.stale_ms, "+inf")
 
     def mark(self, pipe, key: str, channel_name: str, now_ms: int) -> None:
         pipe.zadd(key, {channel_name: now_ms})
