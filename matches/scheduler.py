@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
+from functools import partial
 
 from channels.db import database_sync_to_async
 
@@ -105,9 +106,11 @@ async def _run() -> None:
     reading = asyncio.ensure_future(
         _every(readings.REFRESH_S, readings.refresh, "read the time, seqs and spectators")
     )
+    fires = _Fires()
     try:
-        await _every(POLL_S, _deadline_poller(), "fire deadlines (the sweeper will)")
+        await _every(POLL_S, _deadline_poller(fires), "fire deadlines (the sweeper will)")
     finally:
+        fires.cancel()
         beating.cancel()
         marking.cancel()
         reading.cancel()
@@ -143,21 +146,56 @@ async def _beat() -> None:
     webbeats.note_beat(int(second), previous_kept=bool(kept))
 
 
-def _deadline_poller():
+class _Fires:
+    """The deadlines this process is firing, each in a task of its own: a poll does not wait
+    for them, since a fire waits for the database, and every deadline due after it would wait
+    too (at 1,000 matches, the forfeits that fell due while another was being made were the
+    latest ones)."""
+
+    def __init__(self) -> None:
+        self.tasks: dict[str, asyncio.Task] = {}
+        self.failing = False
+
+    def start(self, match_id: str, now_ms: int) -> None:
+        if match_id in self.tasks:
+            return  # still being fired here (its claim lapsed): the fire under way will do
+        task = asyncio.ensure_future(_fire(match_id, now_ms))
+        self.tasks[match_id] = task
+        task.add_done_callback(partial(self._done, match_id))
+
+    def _done(self, match_id: str, task: asyncio.Task) -> None:
+        del self.tasks[match_id]
+        if task.cancelled():
+            return
+        if (failure := task.exception()) is None:
+            if self.failing:
+                log.warning("firing deadlines works again")
+            self.failing = False
+        elif not self.failing:  # once per outage; a failed fire is retried when its claim lapses
+            self.failing = True
+            log.error("cannot fire deadlines now (match %s)", match_id, exc_info=failure)
+
+    def cancel(self) -> None:
+        for task in self.tasks.values():
+            task.cancel()
+
+
+async def _fire(match_id: str, now_ms: int) -> None:
+    """Act on the match's deadline (on the loop, or else on a database thread); its broadcasts
+    go as soon as it is done."""
+    async with broadcast.held():
+        ended_on_loop = await services.match_expire_on_loop(match_id=match_id, now_ms=now_ms)
+        if ended_on_loop is None:
+            await in_database_threads(fire_due)([match_id], now_ms)
+    if ended_on_loop is not None:  # told: now its record and ratings
+        await in_database_threads(services.match_conclude)(match_id=match_id)
+
+
+def _deadline_poller(fires: _Fires):
     """One poll: rebuild the deadline set if Redis lost it (checked every REBUILD_CHECK_S),
-    then fire what is due."""
+    then start firing what is due."""
     rebuild_if_lost = database_sync_to_async(deadlines.rebuild_if_lost)
     checked_at = [float("-inf")]
-
-    async def fire(match_id: str, now_ms: int) -> None:
-        # One call per match, side by side (on the loop, or else on the database threads);
-        # each sends its own broadcasts as soon as it is done, not after the whole batch.
-        async with broadcast.held():
-            ended_on_loop = await services.match_expire_on_loop(match_id=match_id, now_ms=now_ms)
-            if ended_on_loop is None:
-                await in_database_threads(fire_due)([match_id], now_ms)
-        if ended_on_loop is not None:  # told: now its record and ratings
-            await in_database_threads(services.match_conclude)(match_id=match_id)
 
     async def poll() -> float:
         loop = asyncio.get_running_loop()
@@ -166,8 +204,8 @@ def _deadline_poller():
             await rebuild_if_lost()
         now_ms, due, next_ms = await take_due()
         wake_at = loop.time() + wait_before_next_poll_s(now_ms, next_ms)
-        if due:
-            await asyncio.gather(*(fire(match_id, now_ms) for match_id in due))
+        for match_id in due:
+            fires.start(match_id, now_ms)
         return max(MIN_WAIT_S, wake_at - loop.time())
 
     return poll

@@ -206,6 +206,33 @@ async def test_a_claim_whose_poller_died_is_taken_again_once_it_lapses(
     assert (await scheduler.take_due())[1] == ["due"]
 
 
+async def test_a_deadline_due_while_another_is_still_being_fired_is_not_held_back_by_it(
+    own_deadline_set, monkeypatch
+):
+    """A fire waits for the database; the poll does not wait for the fire. A fire still under
+    way when its claim lapses is not started twice in this process."""
+    monkeypatch.setattr(scheduler, "CLAIM_MS", 0)
+    started, released = [], asyncio.Event()
+
+    async def slow_fire(match_id: str, now_ms: int) -> None:
+        started.append(match_id)
+        await released.wait()  # as a fire waiting for a busy database
+
+    monkeypatch.setattr(scheduler, "_fire", slow_fire)
+    sync_redis().set(deadlines.built_key(), "1")  # Redis holds the deadlines: no rebuild
+    fires = scheduler._Fires()
+    poll = scheduler._deadline_poller(fires)
+    sync_redis().zadd(own_deadline_set, {"first": timekeeping.now_ms() - 1})
+    await asyncio.wait_for(poll(), 2)
+    sync_redis().zadd(own_deadline_set, {"second": timekeeping.now_ms() - 1})
+    await asyncio.wait_for(poll(), 2)  # "first" is due again (its claim lapsed): still firing
+    await asyncio.sleep(0)
+    assert started == ["first", "second"]
+    released.set()
+    await asyncio.gather(*fires.tasks.values())
+    assert fires.tasks == {}
+
+
 @pytest.mark.parametrize(
     ("next_ms", "wait_s"),
     [
