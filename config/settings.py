@@ -173,9 +173,12 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": 2.0},
     },
 }
-# A web process concludes a match's end it made on its loop within milliseconds; one that has
-# not after this long died first, and the sweeper concludes it.
+# A forfeit is concluded (record folded, ratings written) within milliseconds of being told;
+# one that is not after this long was left by a process that died, and the sweeper does it.
 END_CONCLUDED_WITHIN_MS = env_int("END_CONCLUDED_WITHIN_MS", 2_000)
+# While a deadline keeper runs (manage.py keep_deadlines), the web processes leave each
+# deadline to it for this long before they fire it themselves.
+WEB_DEADLINE_GRACE_MS = env_int("WEB_DEADLINE_GRACE_MS", 50)
 
 # --- Matches: the clock (RULES §7) and the service's timekeeping tolerances ----------------
 MATCH_BANK_MS = env_int("MATCH_BANK_MS", 120_000)

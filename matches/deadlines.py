@@ -9,6 +9,7 @@ from realtime.redis_clients import sync_redis
 from .models import Match
 
 DEADLINES_KEY = "sbo:deadlines"
+KEEPER_KEY = "sbo:deadlines:keeper"  # set while a deadline keeper runs (matches/scheduler.py)
 
 
 def remember(match_id: str, deadline_ms: int | None) -> None:

@@ -73,9 +73,9 @@ class Match(models.Model):
     rating_before1 = models.IntegerField(null=True, blank=True)
     rating_after0 = models.IntegerField(null=True, blank=True)
     rating_after1 = models.IntegerField(null=True, blank=True)
-    # Set by a match's end made on the event loop (a clock run out: services.match_expire_on_loop)
-    # until its record is folded and its ratings written (services.match_conclude), a moment
-    # later: meanwhile the record is read as a live one's is, from the header and event rows.
+    # Set by a forfeit at a deadline, which is told at once, until its record is folded and its
+    # ratings written (services.match_conclude), a moment later: meanwhile the record is read
+    # as a live one's is, from the header and the event rows.
     end_pending = models.BooleanField(default=False)
 
     class Meta:

@@ -21,6 +21,7 @@ import weakref
 from functools import partial
 
 from channels.db import database_sync_to_async
+from django.conf import settings
 
 from realtime import presence
 from realtime.database import in_database_threads
@@ -37,47 +38,72 @@ CLAIM_MS = 250  # longer than a fire takes; a fire that failed is retried when i
 BEAT_S = 0.25  # several beats a second: a beat missed now and then is no outage
 BATCH = 200
 REBUILD_CHECK_S = 1.0  # how often a web process checks that Redis still holds the deadlines
+KEEPER_MARK_MS = 1_000  # a keeper unheard of for this long has stopped: web processes fire at once
 # The authority's time, the deadlines due by it (claimed), and the next one, in one round trip.
+# A keeper marks itself alive; while one is, a web process takes only deadlines ARGV[3] ms
+# overdue (the keeper's, left undone), and its next one comes as much later.
 _TAKE_DUE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, ARGV[1])
+local grace = 0
+if ARGV[4] == '1' then
+  redis.call('SET', KEYS[2], '1', 'PX', ARGV[5])
+elseif redis.call('EXISTS', KEYS[2]) == 1 then
+  grace = tonumber(ARGV[3])
+end
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - grace, 'LIMIT', 0, ARGV[1])
 for _, match_id in ipairs(due) do
   redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), match_id)
 end
-local next = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-return {now, due, next[2] or false}
+local next = redis.call(
+  'ZRANGEBYSCORE', KEYS[1], '(' .. (now - grace), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+return {now, due, next[2] and tostring(tonumber(next[2]) + grace) or false}
 """
 
 _loops: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def fire_due(match_ids, now_ms: int) -> int:
-    """Act on each match whose deadline has passed at ``now_ms``; returns how many changed."""
+    """Act on each match whose deadline has passed at ``now_ms`` (a forfeit concluded once it
+    is told); returns how many changed."""
     acted = 0
     for match_id in match_ids:
-        try:
-            outcome = services.match_expire(match_id=match_id, now_ms=now_ms)
-        except services.CommandRejected:  # no such match (deleted): forget its deadline
-            outcome = "nothing_due"
-        if outcome in ("nothing_due", "early", "command_pending", "web_down"):
-            # Redis was behind the database (or another process fired it first): the
-            # database wins. A deadline that must wait (for a command stamped in time, or
-            # for web to be back) is put back from its claim, to be polled again at once.
-            deadline_ms = (
-                Match.objects.filter(pk=match_id).values_list("deadline_ms", flat=True).first()
-            )
-            deadlines.remember(match_id, deadline_ms)
-        else:
-            acted += 1
+        outcome = fire(match_id, now_ms)
+        if outcome in services.FORFEITS:
+            services.match_conclude(match_id=match_id)
+        acted += outcome not in WAITS
     return acted
 
 
-async def take_due(limit: int = BATCH) -> tuple[int, list[str], int | None]:
+WAITS = ("nothing_due", "early", "command_pending", "web_down")  # a fire that changed nothing
+
+
+def fire(match_id: str, now_ms: int) -> str:
+    """Act on the match's deadline if it has passed at ``now_ms``; what came of it (see
+    ``services.match_expire``). A forfeit is left for the caller to conclude once told."""
+    try:
+        outcome = services.match_expire(match_id=match_id, now_ms=now_ms)
+    except services.CommandRejected:  # no such match (deleted): forget its deadline
+        outcome = "nothing_due"
+    if outcome in WAITS:
+        # Redis was behind the database (or another process fired it first): the database
+        # wins. A deadline that must wait (for a command stamped in time, or for web to be
+        # back) is put back from its claim, to be polled again at once.
+        deadline_ms = (
+            Match.objects.filter(pk=match_id).values_list("deadline_ms", flat=True).first()
+        )
+        deadlines.remember(match_id, deadline_ms)
+    return outcome
+
+
+async def take_due(limit: int = BATCH, *, keeper: bool = False) -> tuple[int, list, int | None]:
     """The authority's time, the matches due by it (claimed for ``CLAIM_MS``: another poll
-    does not take them meanwhile) and the next deadline after it, if any."""
+    does not take them meanwhile) and when the next one will be, if any. A web process's poll
+    leaves a deadline to the keeper for ``WEB_DEADLINE_GRACE_MS`` while one is running."""
+    keys = (deadlines.DEADLINES_KEY, deadlines.KEEPER_KEY)
+    grace_ms = 0 if keeper else settings.WEB_DEADLINE_GRACE_MS
     now_ms, due, next_ms = await async_redis().eval(
-        _TAKE_DUE, 1, deadlines.DEADLINES_KEY, limit, CLAIM_MS
+        _TAKE_DUE, 2, *keys, limit, CLAIM_MS, grace_ms, int(keeper), KEEPER_MARK_MS
     )
     return int(now_ms), due, None if next_ms is None else int(float(next_ms))
 
@@ -181,17 +207,15 @@ class _Fires:
 
 
 async def _fire(match_id: str, now_ms: int) -> None:
-    """Act on the match's deadline (on the loop, or else on a database thread); its broadcasts
-    go as soon as it is done."""
+    """Act on the match's deadline on a database thread; its broadcasts go as soon as it is
+    done, and a forfeit is concluded after them."""
     async with broadcast.held():
-        ended_on_loop = await services.match_expire_on_loop(match_id=match_id, now_ms=now_ms)
-        if ended_on_loop is None:
-            await in_database_threads(fire_due)([match_id], now_ms)
-    if ended_on_loop is not None:  # told: now its record and ratings
+        outcome = await in_database_threads(fire)(match_id, now_ms)
+    if outcome in services.FORFEITS:
         await in_database_threads(services.match_conclude)(match_id=match_id)
 
 
-def _deadline_poller(fires: _Fires):
+def _deadline_poller(fires: _Fires, *, keeper: bool = False):
     """One poll: rebuild the deadline set if Redis lost it (checked every REBUILD_CHECK_S),
     then start firing what is due."""
     rebuild_if_lost = database_sync_to_async(deadlines.rebuild_if_lost)
@@ -202,10 +226,22 @@ def _deadline_poller(fires: _Fires):
         if loop.time() - checked_at[0] >= REBUILD_CHECK_S:
             checked_at[0] = loop.time()
             await rebuild_if_lost()
-        now_ms, due, next_ms = await take_due()
+        now_ms, due, next_ms = await take_due(keeper=keeper)
         wake_at = loop.time() + wait_before_next_poll_s(now_ms, next_ms)
         for match_id in due:
             fires.start(match_id, now_ms)
         return max(MIN_WAIT_S, wake_at - loop.time())
 
     return poll
+
+
+async def keep_deadlines() -> None:
+    """The deadline keeper's loop (``manage.py keep_deadlines``): a process that does nothing
+    else fires each deadline when it falls due, its loop never busy with sockets. While it
+    runs, the web processes' polls leave deadlines to it; if it stops, they fire them again."""
+    fires = _Fires()
+    try:
+        poll = _deadline_poller(fires, keeper=True)
+        await _every(POLL_S, poll, "fire deadlines (the web processes will)")
+    finally:
+        fires.cancel()

@@ -26,7 +26,6 @@ import engine
 from accounts.services import rating_record_result
 from engine import Rejection
 from realtime.database import LoopConnectionUnavailable, lease_loop_connection
-from realtime.redis_clients import async_redis
 
 from . import broadcast, presence, rows, timekeeping, webbeats
 from .models import Match, TimingFault
@@ -37,6 +36,7 @@ log = logging.getLogger(__name__)
 RECHECK_FAULT_TASK = "matches.tasks.recheck_fault"
 COMPUTER_TURN_TASK = "matches.tasks.computer_turn"
 
+FORFEITS = ("timeout", "abandon")  # a deadline's ends, told before they are concluded
 RECENT_CSEQS = 64  # applied cseqs kept per seat, to tell a resend from a stale command
 
 
@@ -200,37 +200,20 @@ async def match_submit_on_loop(
         return None  # every connection of the loop is in use: the threads, at once
     match, players = kept
     read_seq = match.seq
-    try:
-        judged = _judged_on_loop(match, user, command, cseq, arrival_ms)
-    except BaseException:
-        lease.release()
-        raise
-    if not isinstance(judged, _Move):
-        lease.release()
-        return judged
-    after_commit = partial(
-        _after_commit_on_loop, match, judged.state, judged.events, arrival_token, players
-    )
-    written = await _written_on_loop(
-        match, judged.state, judged.events, judged.arrival_ms, read_seq, lease, after_commit
-    )
-    return Outcome(seq=match.seq, released=True) if written else None
-
-
-async def _written_on_loop(
-    match: Match, state, events: list[dict], at_ms: int, read_seq: int, lease, after_commit
-) -> bool:
-    """Store ``state`` (made at ``at_ms``) and append its ``events`` in one statement on the
-    loop's connection (``lease``, given back when the write ends), only if the match is still
-    at ``read_seq``; then ``after_commit()``. False with nothing written (the change is then
-    made the usual way); a write that failed once sent raises DatabaseError."""
     writing = None
     try:
-        _store(match, state, at_ms)
+        judged = _judged_on_loop(match, user, command, cseq, arrival_ms)
+        if not isinstance(judged, _Move):
+            return judged
+        _store(match, judged.state, judged.arrival_ms)
         writing = asyncio.ensure_future(
             rows.store_on_loop(
-                match, events, round_no=state.round_no, read_seq=read_seq, lease=lease
-            )
+                match,
+                judged.events,
+                round_no=judged.state.round_no,
+                read_seq=read_seq,
+                lease=lease,
+            )  # fmt: skip
         )
     finally:
         # The write gives its lease back when it ends, even cancelled before it began.
@@ -238,6 +221,7 @@ async def _written_on_loop(
             lease.release()
         else:
             writing.add_done_callback(lambda _: lease.release())
+    after_commit = partial(_after_commit_on_loop, match, judged, arrival_token, players)
     try:
         # Not asyncio.shield: a failure it re-raised here would join this frame, which holds
         # the write, to its traceback: a cycle of garbage holding the match, for the collector.
@@ -248,10 +232,10 @@ async def _written_on_loop(
         writing.add_done_callback(partial(_published_alone, after_commit))
         raise
     if isinstance(writing.exception(), _NOTHING_WRITTEN):
-        return False  # nothing written: made the usual way, on the row as it is now
+        return None  # nothing written: made the usual way, on the row as it is now
     writing.result()  # a write that failed once sent: DatabaseError
     after_commit()
-    return True
+    return Outcome(seq=match.seq, released=True)
 
 
 # How a loop write fails having written nothing: the move is then made the usual way.
@@ -275,11 +259,11 @@ def _judged_on_loop(match: Match, user, command, cseq, arrival_ms) -> _Move | Ou
     return judged
 
 
-def _after_commit_on_loop(match: Match, state, events, arrival_token, players) -> None:
+def _after_commit_on_loop(match: Match, judged: _Move, arrival_token: str, players) -> None:
     try:  # committed all the same: a lost broadcast is repaired by the clients' resync
-        _after_commit(match, state, events, arrival_token, players)
+        _after_commit(match, judged.state, judged.events, arrival_token, players)
     except Exception:
-        log.exception("match %s: could not tell Redis and the players of a change", match.pk)
+        log.exception("match %s: could not tell Redis and the players of a move", match.pk)
 
 
 def _published_alone(after_commit, writing: asyncio.Future) -> None:
@@ -455,47 +439,9 @@ def match_expire(*, match_id, now_ms: int) -> str:
         return _expire_locked(match, match_state(match), now_ms)
 
 
-async def match_expire_on_loop(*, match_id, now_ms: int) -> str | None:
-    """``match_expire`` from the event loop, without a database thread, where it can be made so
-    (as ``match_submit_on_loop``): a running clock's deadline, passed at ``now_ms``, in a match
-    whose row this process keeps, with no command stamped before it pending and the web tier
-    known to have been up all through the turn. The match's end is then one statement (its row
-    and its last events), broadcast at once; its record is folded and its ratings written
-    after, by ``match_conclude``, which the caller runs next (or the sweeper, should this
-    process die first). Returns the end's kind (``timeout`` or ``abandon``); None with nothing
-    written, for the caller to call ``match_expire``. Its broadcasts are held, as a move's."""
-    if (kept := _kept_for_the_loop(match_id)) is None:
-        return None
-    match, players = kept
-    state = snapshot_state(match)
-    if (
-        state is None
-        or not _clock_runs(match)
-        or now_ms < match.deadline_ms
-        or not webbeats.up_here_throughout(state.turn_start_ms, now_ms)
-    ):
-        return None  # not due here, or a question for Redis's beats: the usual way asks it
-    pipe = async_redis().pipeline(transaction=False)
-    timekeeping.query_pending_before(pipe, str(match.pk), match.deadline_ms, now_ms)
-    presence.query_connected(pipe, str(match.pk), state.decider)
-    pending, connected = await pipe.execute()
-    if pending or (lease := lease_loop_connection()) is None:
-        return None  # a command sent in time goes first: the usual way waits for it
-    kind = "timeout" if connected or match.mode == Match.Mode.HOTSEAT else "abandon"
-    # A forfeit counts at the deadline, however late it is processed (RULES §7).
-    new_state, events = engine.apply(state, None, {"type": kind}, match.deadline_ms)
-    match.end_pending = True
-    after_commit = partial(_after_commit_on_loop, match, new_state, events, None, players)
-    written = await _written_on_loop(
-        match, new_state, events, now_ms, match.seq, lease, after_commit
-    )
-    return kind if written else None
-
-
 def match_conclude(*, match_id) -> bool:
-    """Finish a match's end made on the event loop (``match_expire_on_loop``): fold its record
-    and write its ratings, as a match's end made here does at once. Idempotent: False if there
-    was nothing left to do."""
+    """Finish a forfeit that ``match_expire`` made and told without its record folded nor its
+    ratings written: do both now. Idempotent: False if there was nothing left to do."""
     with transaction.atomic():
         match = _locked(match_id)
         if not match.end_pending:
@@ -509,8 +455,8 @@ def match_conclude(*, match_id) -> bool:
 
 
 def conclude_pending_ends(*, older_than_ms: int, now_ms: int) -> int:
-    """Conclude every match's end made on an event loop more than ``older_than_ms`` before
-    ``now_ms`` and not concluded since (its process died first): the sweeper's; how many."""
+    """Conclude every forfeit made more than ``older_than_ms`` before ``now_ms`` and not
+    concluded since (its process died first): the sweeper's; how many."""
     ended_by = datetime.fromtimestamp((now_ms - older_than_ms) / 1000, tz=UTC)
     pending = Match.objects.filter(end_pending=True, finished_at__lt=ended_by)
     return sum(match_conclude(match_id=pk) for pk in pending.values_list("pk", flat=True))
@@ -542,7 +488,9 @@ def _expire_locked(match: Match, state: engine.MatchState, now_ms: int) -> str:
         kind = _expiry_kind(match, state)
         command, at_ms = {"type": kind}, match.deadline_ms
     new_state, events = engine.apply(state, None, command, at_ms)
-    _commit_change(match, new_state, events, now_ms)
+    # A forfeit is told before its record is folded and its ratings written: the caller
+    # concludes it once its broadcasts are out (``match_conclude``; FORFEITS).
+    _commit_change(match, new_state, events, now_ms, conclude_later=kind in FORFEITS)
     return kind
 
 
@@ -722,17 +670,22 @@ def _commit_change(
     now_ms: int,
     arrival_token: str | None = None,
     read_seq: int | None = None,
+    *,
+    conclude_later: bool = False,
 ) -> None:
     """Append the events, deal the next round when one ended, store everything, and after
     commit tell everyone and arm the deadline. The header is written only when it changes;
     a save of a match whose header was not loaded leaves it alone. A match read without its
-    lock at ``read_seq`` is stored only if still there (else ``rows.Stale``)."""
-    appended, round_no = [], state.round_no
-    if state.result is not None:
+    lock at ``read_seq`` is stored only if still there (else ``rows.Stale``). A match that
+    ends has its record folded and its ratings written in the same transaction, or, with
+    ``conclude_later``, by ``match_conclude`` (its record reads whole meanwhile)."""
+    concluded = state.result is not None and not conclude_later
+    appended, round_no = [] if concluded else events, state.round_no
+    if concluded:
         _fold_record(match, state, events)
-    else:
-        appended = events
-    if engine.header_changes(state, events):
+    elif state.result is not None:
+        match.end_pending = True
+    elif engine.header_changes(state, events):
         engine.update_header(match.header, state)
     if state.round_over and state.result is None:  # a round ended: the next waits for its deal
         seed = engine.new_seed()
@@ -740,7 +693,7 @@ def _commit_change(
         engine.add_round(match.header, state)
         match.secret_seed = seed
     _store(match, state, now_ms)
-    if state.result is not None:
+    if concluded:
         _rate(match, state)
     rows.store(match, appended, round_no=round_no, read_seq=read_seq)
     # Robust: the change is committed; a lost broadcast is repaired by the clients' resync.

@@ -157,6 +157,8 @@ def start_children(supervisor: Supervisor, env: dict[str, str], args, run_dir: P
     # Beat sends three tasks every second: at INFO their lines would bury everything else.
     celery_log_level = os.environ.get("CELERY_LOG_LEVEL", "WARNING")
     commands = {
+        # Fires the deadlines the moment they fall due (the web processes stand in for it).
+        "deadlines": [PYTHON, "manage.py", "keep_deadlines"],
         "worker": [*celery, "worker", f"--loglevel={celery_log_level}", "--concurrency=2"],
         "beat": [
             *celery,

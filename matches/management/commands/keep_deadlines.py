@@ -1,0 +1,22 @@
+"""``manage.py keep_deadlines``: the deadline keeper (matches/scheduler.py ``keep_deadlines``)."""
+
+from __future__ import annotations
+
+import uvloop
+from django.core.management.base import BaseCommand
+
+from matches import scheduler
+
+
+class Command(BaseCommand):
+    help = (
+        "Fire the matches' deadlines the moment they fall due, from a process that does nothing "
+        "else. Optional: without it the web processes fire them (a little later under load), "
+        "and Celery beat's sweeper stands behind both."
+    )
+
+    def handle(self, *args, **options) -> None:
+        try:
+            uvloop.run(scheduler.keep_deadlines())
+        except KeyboardInterrupt:
+            pass

@@ -1,0 +1,177 @@
+"""A forfeit at a deadline is told before its record is folded and its ratings written
+(matches/services.py ``match_expire`` then ``match_conclude``): the end's own transaction is a
+move's, so the players hear of it sooner. Meanwhile the record reads whole; a process that dies
+in between leaves the rest to the sweeper."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from channels.db import database_sync_to_async
+from django.test import Client
+
+import engine
+from accounts.models import RatingChange
+from matches import scheduler, services, webbeats
+from matches.models import Match, MatchEvent
+from matches.selectors import match_record
+from realtime.redis_clients import sync_redis
+
+pytestmark = pytest.mark.django_db(transaction=True)  # the broadcasts go after commit
+
+
+@pytest.fixture
+def rated_table(table):
+    Match.objects.filter(pk=table.match.pk).update(rated=True)
+    table.match.refresh_from_db()
+    return table
+
+
+def clock_runs_out(table, *, late_ms: int = 5) -> int:
+    """Start the match, the web tier up throughout; the time ``late_ms`` after the decider's
+    deadline."""
+    table.start(after_ms=1_000)
+    deadline = table.match.deadline_ms
+    assert table.match.deadline_kind == Match.DeadlineKind.DECISION
+    seconds = range(table.now // 1000 - 5, deadline // 1000 + 5)
+    sync_redis().zadd(webbeats.BEATS_KEY, {str(s): s for s in seconds})
+    return deadline + late_ms
+
+
+def the_row(match) -> Match:
+    return Match.objects.get(pk=match.pk)
+
+
+def event_rows(match) -> int:
+    return MatchEvent.objects.filter(match=match).count()
+
+
+def without_ratings(record: dict) -> dict:
+    for player in record["players"]:
+        del player["rating_before"], player["rating_after"]
+    return record
+
+
+def test_a_forfeit_is_told_at_once_and_concluded_after(rated_table, sent, present):
+    table = rated_table
+    now = clock_runs_out(table)
+    deadline, decider = table.match.deadline_ms, table.state.decider
+    present(table.match, decider)
+    sent.clear()
+    assert services.match_expire(match_id=table.match.pk, now_ms=now) == "timeout"
+    # Told: every seat's view carries the forfeit, stamped at the deadline.
+    assert {group.rsplit(".", 1)[1] for group, _ in sent} >= {"seat0", "seat1"}
+    for _, message in sent:
+        view = json.loads(message["text"])
+        assert view["match"]["status"] == "finished"
+        assert (view["events"][-1]["type"], view["events"][-1]["at_ms"]) == ("timeout", deadline)
+    # Written as a move is: the row over, its events still rows, no rating yet.
+    row = the_row(table.match)
+    assert (row.status, row.reason, row.winner) == ("finished", "time", 1 - decider)
+    assert row.end_pending and row.deadline_ms is None and event_rows(row) > 0
+    assert row.rating_after0 is None and not RatingChange.objects.exists()
+    # Read meanwhile, the record is whole and replays, the last round's seed revealed.
+    told = match_record(row)
+    assert engine.audit(json.loads(json.dumps(told)))[1] == []
+    assert told["rounds"][-1]["seed"] is not None
+    assert told["result"] == {"winner": 1 - decider, "reason": "time"}
+    # Concluded: the events folded into the header, the ladder told, once.
+    assert services.match_conclude(match_id=row.pk) is True
+    assert services.match_conclude(match_id=row.pk) is False
+    row = the_row(table.match)
+    assert not row.end_pending and event_rows(row) == 0
+    assert RatingChange.objects.count() == 2 and row.rating_after0 is not None
+    assert without_ratings(match_record(row)) == without_ratings(told)
+
+
+def test_a_decider_who_is_not_connected_abandons(table, sent):
+    now = clock_runs_out(table)
+    assert services.match_expire(match_id=table.match.pk, now_ms=now) == "abandon"
+    services.match_conclude(match_id=table.match.pk)
+    assert the_row(table.match).reason == "abandon"
+
+
+def test_the_sweepers_fire_concludes_at_once(rated_table, sent):
+    now = clock_runs_out(rated_table)
+    assert scheduler.fire_due([str(rated_table.match.pk)], now) == 1
+    row = the_row(rated_table.match)
+    assert not row.end_pending and row.rating_after0 is not None and event_rows(row) == 0
+
+
+def test_a_late_command_loses_on_time_concluded_in_its_own_transaction(rated_table, sent):
+    """Only the deadline's fire is told first; a command that finds its sender's time gone
+    ends the match the usual way, in one transaction."""
+    table = rated_table
+    now = clock_runs_out(table)
+    state = table.state
+    command = engine.GreedyBot().choose(state, state.decider, random.Random(0))
+    outcome = table.submit(state.decider, command, after_ms=now - table.now)
+    assert outcome.late
+    row = the_row(table.match)
+    assert not row.end_pending and row.rating_after0 is not None and event_rows(row) == 0
+
+
+def test_the_sweeper_concludes_a_forfeit_whose_process_died_before_concluding_it(rated_table, sent):
+    table = rated_table
+    now = clock_runs_out(table)
+    services.match_expire(match_id=table.match.pk, now_ms=now)  # and the process dies
+    ended = the_row(table.match)
+    ended_ms = int(ended.finished_at.timestamp() * 1000)
+    # While its process may still be at it, the sweeper leaves it alone.
+    assert services.conclude_pending_ends(older_than_ms=2_000, now_ms=ended_ms + 1_000) == 0
+    assert the_row(table.match).end_pending
+    assert services.conclude_pending_ends(older_than_ms=2_000, now_ms=ended_ms + 2_001) == 1
+    row = the_row(table.match)
+    assert not row.end_pending and event_rows(row) == 0 and RatingChange.objects.count() == 2
+    assert services.conclude_pending_ends(older_than_ms=2_000, now_ms=ended_ms + 9_000) == 0
+
+
+def test_a_record_read_before_the_conclusion_is_not_cached_as_final(table, sent, client: Client):
+    now = clock_runs_out(table)
+    services.match_expire(match_id=table.match.pk, now_ms=now)
+    told = client.get(f"/api/matches/{table.match.pk}/")
+    assert told.status_code == 200 and "ETag" not in told.headers
+    services.match_conclude(match_id=table.match.pk)
+    final = client.get(f"/api/matches/{table.match.pk}/")
+    assert final.status_code == 200 and "ETag" in final.headers
+    assert told.json()["rounds"] == final.json()["rounds"]
+
+
+def test_a_command_after_the_forfeit_was_told_is_refused_and_changes_nothing(table, sent):
+    now = clock_runs_out(table)
+    services.match_expire(match_id=table.match.pk, now_ms=now)
+    ended = the_row(table.match)
+    for seat in (0, 1):
+        with pytest.raises(services.CommandRejected):
+            table.submit(seat, {"type": "draw"})
+    assert the_row(table.match).seq == ended.seq and the_row(table.match).end_pending
+
+
+def test_a_forfeit_is_never_voided_while_it_is_being_concluded(table, sent):
+    now = clock_runs_out(table)
+    services.match_expire(match_id=table.match.pk, now_ms=now)
+    with pytest.raises(services.CommandRejected):
+        services.match_void(match_id=table.match.pk, why="test", now_ms=now + 1)
+    assert services.match_conclude(match_id=table.match.pk)
+    assert the_row(table.match).status == "finished"
+
+
+async def test_a_fire_from_a_process_loop_concludes_only_once_the_players_are_told(
+    rated_table, sent, monkeypatch
+):
+    table = rated_table
+    now = await database_sync_to_async(clock_runs_out)(table)
+    told_when_concluded = []
+    conclude = services.match_conclude
+
+    def concluding(*, match_id):
+        told_when_concluded.append(len(sent))
+        return conclude(match_id=match_id)
+
+    monkeypatch.setattr(services, "match_conclude", concluding)
+    await scheduler._fire(str(table.match.pk), now)
+    assert told_when_concluded and told_when_concluded[0] > 0
+    row = await database_sync_to_async(the_row)(table.match)
+    assert not row.end_pending and row.rating_after0 is not None
