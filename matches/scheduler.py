@@ -1,16 +1,19 @@
 """Deadlines fire from whichever process is alive.
 
-Every web process fires due deadlines: it polls the deadline set in Redis every ``POLL_S``, or
-at the next deadline when that comes sooner (so a deadline fires when it falls due, not up to a
-poll later); Celery beat's sweeper does the same every second, as the backstop when no web
-process is up. A poll claims what it takes (its entries move ``CLAIM_MS`` ahead), so the web
-processes, all woken at the same deadline, do not all fire it; a claimer that dies leaves its
-claims to the others once ``CLAIM_MS`` has passed.
+The deadline keeper (``manage.py keep_deadlines``), a process that does nothing else, fires
+each deadline the moment it falls due: its loop is never busy with sockets, so nothing delays
+it. Every web process fires them too: it polls the deadline set in Redis every ``POLL_S``, or
+at the next deadline when that comes sooner, and while a keeper is alive it leaves each
+deadline to it for ``WEB_DEADLINE_GRACE_MS`` first. Celery beat's sweeper does the same every
+second, as the backstop when no other process is up. A poll claims what it takes (its entries
+move ``CLAIM_MS`` ahead), so the processes, all woken at the same deadline, do not all fire it;
+a claimer that dies leaves its claims to the others once ``CLAIM_MS`` has passed.
 Firing goes through ``services.match_expire``, which takes the match's lock and is idempotent:
-two processes firing one deadline change the match once. Each web process also beats for the
-web tier (matches/webbeats.py) from a loop of its own, so a backlog of deadlines (which waits
-for the database) never looks like an outage, and reads what answers its pings and says which
-matches have spectators (matches/readings.py).
+two processes firing one deadline change the match once. A forfeit is told first and concluded
+after (``services.match_conclude``). Each web process also beats for the web tier
+(matches/webbeats.py) from a loop of its own, so a backlog of deadlines (which waits for the
+database) never looks like an outage, and reads what answers its pings and says which matches
+have spectators (matches/readings.py).
 """
 
 from __future__ import annotations

@@ -233,6 +233,40 @@ async def test_a_deadline_due_while_another_is_still_being_fired_is_not_held_bac
     assert fires.tasks == {}
 
 
+@pytest.fixture
+def keeper_mark(own_deadline_set, monkeypatch):
+    key = f"{own_deadline_set}:keeper"
+    monkeypatch.setattr(deadlines, "KEEPER_KEY", key)
+    yield key
+    sync_redis().delete(key)
+
+
+async def test_while_a_keeper_runs_a_web_poll_leaves_it_each_deadline_for_the_grace(
+    own_deadline_set, keeper_mark, settings
+):
+    settings.WEB_DEADLINE_GRACE_MS = 5_000
+    now = timekeeping.now_ms()
+    sync_redis().zadd(own_deadline_set, {"long overdue": now - 6_000, "just due": now - 10})
+    assert (await scheduler.take_due(keeper=True))[1] == ["long overdue", "just due"]
+    assert sync_redis().exists(keeper_mark)  # the keeper marked itself alive
+    sync_redis().zadd(own_deadline_set, {"long overdue": now - 6_000, "just due": now - 10})
+    now_ms, due, next_ms = await scheduler.take_due()  # a web process's poll
+    assert due == ["long overdue"]
+    assert next_ms == now - 10 + 5_000  # it looks again when the keeper has had its time
+
+
+async def test_a_keeper_that_stopped_leaves_the_deadlines_to_the_web_processes_at_once(
+    own_deadline_set, keeper_mark, settings, monkeypatch
+):
+    settings.WEB_DEADLINE_GRACE_MS = 5_000
+    monkeypatch.setattr(scheduler, "KEEPER_MARK_MS", 50)
+    await scheduler.take_due(keeper=True)  # its last poll, and then it dies
+    sync_redis().zadd(own_deadline_set, {"just due": timekeeping.now_ms() - 10})
+    assert (await scheduler.take_due())[1] == []
+    await wait_until_async(lambda: not sync_redis().exists(keeper_mark), 5)
+    assert (await scheduler.take_due())[1] == ["just due"]
+
+
 @pytest.mark.parametrize(
     ("next_ms", "wait_s"),
     [
