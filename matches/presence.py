@@ -24,12 +24,8 @@ async def left(match_id, seat: int, channel_name: str) -> None:
     await SEATS.left(subject(match_id, seat), channel_name, wall_ms())
 
 
-def is_connected(match_id, seat: int) -> bool:
-    return SEATS.count(subject(match_id, seat), wall_ms()) > 0
-
-
 def query_connected(pipe, match_id, seat: int) -> None:
-    """Queue into ``pipe`` how many of the seat's sockets are open (``is_connected`` if > 0)."""
+    """Queue into ``pipe`` how many of the seat's sockets are open (connected if any)."""
     SEATS.query_count(pipe, subject(match_id, seat), wall_ms())
 
 

@@ -26,6 +26,7 @@ import engine
 from accounts.services import rating_record_result
 from engine import Rejection
 from realtime.database import LoopConnectionUnavailable, lease_loop_connection
+from realtime.redis_clients import sync_redis
 
 from . import broadcast, presence, rows, timekeeping, webbeats
 from .models import Match, TimingFault
@@ -352,12 +353,12 @@ def _flagged(match: Match, state, flagged: engine.Flagged, arrival_ms: int) -> O
     """The command came after its sender's deadline: they lose on time, judged exactly as the
     deadline loops judge it (a command stamped in time goes first; an outage of the web tier
     decides nothing, or voids)."""
-    blocker = _forfeit_blocker(match, state, arrival_ms)
-    if blocker in ("command_pending", "web_down"):
+    verdict = _forfeit_verdict(match, state, arrival_ms)
+    if verdict in ("command_pending", "web_down"):
         raise CommandRejected(
             "busy", "a command sent in time is still being applied; send it again"
         )
-    if blocker is None:
+    if verdict in FORFEITS:
         _commit_change(match, flagged.state, flagged.events, arrival_ms)
     return Outcome(seq=match.seq, late=match.reason in ("time", "abandon"))
 
@@ -413,12 +414,6 @@ def _check_start_allowed(match: Match, state, seat: int, command) -> None:
         )
 
 
-def _expiry_kind(match: Match, state: engine.MatchState) -> str:
-    """A clock that runs out while its player is not connected is an abandonment."""
-    connected = presence.is_connected(str(match.id), state.decider)
-    return "timeout" if connected or match.mode == Match.Mode.HOTSEAT else "abandon"
-
-
 # --- the timeout path ----------------------------------------------------------------------
 
 
@@ -426,17 +421,33 @@ def match_expire(*, match_id, now_ms: int) -> str:
     """Act on the match's deadline if it has passed at ``now_ms`` (the authority's time): press
     Start for an absent player, or end the match on time. Idempotent: every process's deadline
     loop and the sweeper may call it for the same deadline. A command stamped before the deadline
-    that is still waiting for the lock wins: the expiry then stands back and is retried."""
+    that is still waiting for the lock wins: the expiry then stands back and is retried.
+
+    On PostgreSQL a forfeit is made as a move is (``match_submit``): the match read without its
+    lock, the end written in one statement only if nothing changed since; whatever else a
+    deadline does, and a change made meanwhile, is done under the lock."""
+    if connection.vendor == "postgresql":
+        try:
+            return _expire(match_id, now_ms, locked=False)
+        except (rows.Stale, _NeedsLock):
+            rows.forget(match_id)
     with transaction.atomic():
-        match = _locked(match_id)
-        if match.is_over or match.deadline_ms is None:
-            return "nothing_due"
-        if now_ms < match.deadline_ms:
-            return "early"
-        late_by = now_ms - match.deadline_ms
-        if late_by > timekeeping.setting_ms("TIMEOUT_LATE_TOLERANCE_MS", 3_000):
-            log.warning("match %s: deadline processed %d ms late", match.pk, late_by)
-        return _expire_locked(match, match_state(match), now_ms)
+        return _expire(match_id, now_ms, locked=True)
+
+
+def _expire(match_id, now_ms: int, *, locked: bool) -> str:
+    match = _read(match_id, lock=locked)
+    if match.is_over or match.deadline_ms is None:
+        return "nothing_due"
+    if now_ms < match.deadline_ms:
+        return "early"
+    if not locked and match.deadline_kind != Match.DeadlineKind.DECISION:
+        raise _NeedsLock  # a deal or a Start: rare, and not worth a second way
+    late_by = now_ms - match.deadline_ms
+    if late_by > timekeeping.setting_ms("TIMEOUT_LATE_TOLERANCE_MS", 3_000):
+        log.warning("match %s: deadline processed %d ms late", match.pk, late_by)
+    read_seq = None if locked else match.seq
+    return _expire_judged(match, match_state(match), now_ms, read_seq)
 
 
 def match_conclude(*, match_id) -> bool:
@@ -462,11 +473,14 @@ def conclude_pending_ends(*, older_than_ms: int, now_ms: int) -> int:
     return sum(match_conclude(match_id=pk) for pk in pending.values_list("pk", flat=True))
 
 
-def _expire_locked(match: Match, state: engine.MatchState, now_ms: int) -> str:
-    """The deadline of this locked, live match has passed at ``now_ms``: act on it, or say why
-    not yet. A command stamped before the deadline that is still waiting for the lock goes
-    first; while no web process is up nobody could act, so nothing is decided; a clock that ran
-    through an outage of the web tier voids the match (RULES §7)."""
+def _expire_judged(
+    match: Match, state: engine.MatchState, now_ms: int, read_seq: int | None = None
+) -> str:
+    """The deadline of this live match, locked or read at ``read_seq``, has passed at
+    ``now_ms``: act on it, or say why not yet. A command stamped before the deadline that is
+    still waiting for the lock goes first; while no web process is up nobody could act, so
+    nothing is decided; a clock that ran through an outage of the web tier voids the match
+    (RULES §7)."""
     if match.deadline_kind == Match.DeadlineKind.DEAL:
         if timekeeping.pending_before(str(match.id), match.deadline_ms, now_ms):
             return "command_pending"  # a contribution sent in time is applied first
@@ -480,33 +494,45 @@ def _expire_locked(match: Match, state: engine.MatchState, now_ms: int) -> str:
         # No clock runs during the wait: the clocks start when Start is pressed.
         kind, command, at_ms = "start", {"type": "start"}, now_ms
     else:
-        blocker = _forfeit_blocker(match, state, now_ms)
-        if blocker is not None:
-            return blocker
+        kind = _forfeit_verdict(match, state, now_ms, locked=read_seq is None)
+        if kind not in FORFEITS:
+            return kind
         # A forfeit counts at the deadline, however late it is processed (RULES §7): the
         # arrival stamps have already decided that no command beat it.
-        kind = _expiry_kind(match, state)
         command, at_ms = {"type": kind}, match.deadline_ms
     new_state, events = engine.apply(state, None, command, at_ms)
     # A forfeit is told before its record is folded and its ratings written: the caller
     # concludes it once its broadcasts are out (``match_conclude``; FORFEITS).
-    _commit_change(match, new_state, events, now_ms, conclude_later=kind in FORFEITS)
+    _commit_change(
+        match, new_state, events, now_ms, read_seq=read_seq, conclude_later=kind in FORFEITS
+    )
     return kind
 
 
-def _forfeit_blocker(match: Match, state: engine.MatchState, now_ms: int) -> str | None:
-    """Why the running clock's deadline, passed at ``now_ms``, may not forfeit the match now:
+def _forfeit_verdict(
+    match: Match, state: engine.MatchState, now_ms: int, *, locked: bool = True
+) -> str:
+    """What the running clock's deadline, passed at ``now_ms``, comes to now: ``timeout``, or
+    ``abandon`` for a player who is not connected; or why the match may not be forfeited now:
     ``command_pending`` (a command stamped before it is still being applied), ``web_down``
     (nobody can act or reconnect yet: judge it when web is back) or ``void`` (the clock ran
-    through an outage of the web tier, and the match has just been voided); None if it may."""
-    if timekeeping.pending_before(str(match.id), match.deadline_ms, now_ms):
+    through an outage of the web tier, and the match has just been voided). What it asks
+    Redis, in one round trip: a forfeit's lateness is mostly its round trips."""
+    match_id = str(match.pk)
+    pipe = sync_redis().pipeline(transaction=False)
+    timekeeping.query_pending_before(pipe, match_id, match.deadline_ms, now_ms)
+    presence.query_connected(pipe, match_id, state.decider)
+    judge_web = webbeats.query_verdict(pipe, state.turn_start_ms, match.deadline_ms, now_ms)
+    pending, connected, *beats = pipe.execute()
+    if pending:
         return "command_pending"
-    web = webbeats.verdict(state.turn_start_ms, match.deadline_ms, now_ms)
+    web = judge_web(beats)
     if web == webbeats.DOWN_NOW:
         return "web_down"
     if web == webbeats.GAP:
+        _needs_lock(locked)
         return _void_for_web_gap(match, state, now_ms)
-    return None
+    return "timeout" if connected or match.mode == Match.Mode.HOTSEAT else "abandon"
 
 
 def _clock_runs(match: Match) -> bool:

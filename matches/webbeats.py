@@ -15,7 +15,9 @@ this process as for any other that asks.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from realtime.redis_clients import sync_redis
 
@@ -111,9 +113,37 @@ def verdict(start_ms: int, end_ms: int, now_ms: int) -> str:
       new deployment);
     - ``up`` otherwise.
     """
+    pipe = sync_redis().pipeline(transaction=False)  # one round trip: a slow move asks this
+    judge = query_verdict(pipe, start_ms, end_ms, now_ms)
+    return judge(pipe.execute())
+
+
+def query_verdict(pipe, start_ms: int, end_ms: int, now_ms: int) -> Callable[[list], str]:
+    """Queue into ``pipe`` what ``verdict`` asks Redis (nothing where this process's own run
+    answers); returns how to tell the verdict from the replies from there on."""
     start_s, end_s, now_s = start_ms // 1000, end_ms // 1000, now_ms // 1000
     if _own_run_covers(start_s, now_s):
-        return UP
+        return lambda replies: UP
+    pipe.zrevrangebyscore(BEATS_KEY, start_s, "-inf", start=0, num=1)
+    pipe.zrangebyscore(BEATS_KEY, f"({start_s}", now_s)
+    return partial(_verdict_of, start_s=start_s, end_s=end_s, now_s=now_s)
+
+
+def _verdict_of(replies: list, *, start_s: int, end_s: int, now_s: int) -> str:
+    before, since = replies[:2]
+    anchor = [int(s) for s in before]
+    beats = anchor + [int(s) for s in since]
+    if not beats:
+        return UNKNOWN
+    if beats[-1] < now_s - 1:
+        return DOWN_NOW
+    tolerance = tolerance_s()
+    if not anchor and beats[0] - start_s > tolerance:
+        return GAP
+    for earlier, later in zip(beats, beats[1:], strict=False):
+        if _broken(earlier, later, tolerance) and earlier < end_s and later > start_s:
+            return GAP
+    return UP
     pipe = sync_redis().pipeline(transaction=False)  # one round trip: a slow move asks this
     pipe.zrevrangebyscore(BEATS_KEY, start_s, "-inf", start=0, num=1)
     pipe.zrangebyscore(BEATS_KEY, f"({start_s}", now_s)

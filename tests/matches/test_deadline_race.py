@@ -145,14 +145,14 @@ def test_with_real_locks_a_command_waiting_while_the_timeout_path_holds_the_lock
     deadline = table.match.deadline_ms
     seat, play = opening_of(table)
     has_lock, go_on = threading.Event(), threading.Event()
-    real_pending_before = timekeeping.pending_before
+    real_query_pending_before = timekeeping.query_pending_before
 
     def pending_before_after_a_pause(*args):
         has_lock.set()  # the timeout path holds the match's lock now
         assert go_on.wait(20)
-        return real_pending_before(*args)
+        return real_query_pending_before(*args)
 
-    monkeypatch.setattr(timekeeping, "pending_before", pending_before_after_a_pause)
+    monkeypatch.setattr(timekeeping, "query_pending_before", pending_before_after_a_pause)
     expiry = in_thread(lambda: services.match_expire(match_id=table.match.pk, now_ms=deadline))
     assert has_lock.wait(20)
     # The command reaches the server 1 ms before the deadline: stamped, then it waits for the lock.

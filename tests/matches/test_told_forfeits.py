@@ -10,11 +10,12 @@ import random
 
 import pytest
 from channels.db import database_sync_to_async
+from django.db import connection
 from django.test import Client
 
 import engine
 from accounts.models import RatingChange
-from matches import scheduler, services, webbeats
+from matches import scheduler, services, timekeeping, webbeats
 from matches.models import Match, MatchEvent
 from matches.selectors import match_record
 from realtime.redis_clients import sync_redis
@@ -175,3 +176,29 @@ async def test_a_fire_from_a_process_loop_concludes_only_once_the_players_are_to
     assert told_when_concluded and told_when_concluded[0] > 0
     row = await database_sync_to_async(the_row)(table.match)
     assert not row.end_pending and row.rating_after0 is not None
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="a forfeit is read without the lock on PostgreSQL"
+)
+def test_a_move_made_while_the_forfeit_was_being_judged_is_never_written_over(
+    table, sent, monkeypatch
+):
+    """The move was sent a millisecond before the deadline and written while the forfeit,
+    which had read the match without its lock, asked Redis: the forfeit's write finds the
+    match changed and judges again under the lock, where the deadline is no longer due."""
+    now = clock_runs_out(table)
+    state, deadline = table.state, table.match.deadline_ms
+    move = engine.GreedyBot().choose(state, state.decider, random.Random(0))
+    really_query = timekeeping.query_pending_before
+
+    def a_move_meanwhile(*args):
+        monkeypatch.setattr(timekeeping, "query_pending_before", really_query)
+        table.submit(state.decider, move, after_ms=deadline - 1 - table.now)
+        return really_query(*args)
+
+    monkeypatch.setattr(timekeeping, "query_pending_before", a_move_meanwhile)
+    assert services.match_expire(match_id=table.match.pk, now_ms=now) == "early"
+    row = the_row(table.match)
+    assert row.status == "live" and not row.end_pending
+    assert table.events()[-1]["type"] == move["type"]
