@@ -148,10 +148,10 @@ def publish(
     mover's ack. ``players``: the match's, if already read (``players_of``)."""
     if players is None:
         players = players_of(match.id)  # a database read the first time: made in this thread
-    publish_messages(partial(_messages_of, match, state, events, players), writes)
+    publish_messages(partial(messages_of, match, state, events, players), writes)
 
 
-def _messages_of(match: Match, state: engine.MatchState, events: list[dict], players) -> list:
+def messages_of(match: Match, state: engine.MatchState, events: list[dict], players) -> list:
     """Each audience's view; the players' groups also carry the row as written (``row``, never
     forwarded to a client): the process of the opponent's socket makes its next move from it
     instead of reading it again (matches/rows.py). Nothing is built nor sent for spectators

@@ -83,12 +83,13 @@ def forget(match_id) -> None:
 def shared(match: Match) -> bytes | None:
     """The row as this process has just written it, for the other web processes (sent with
     the change's broadcast, see ``heard``): signed, since it carries a pickle (the snapshot)
-    through Redis. None where rows have no version (it would never be used)."""
+    through Redis. None where rows have no version, and for a match over (neither would ever
+    be used)."""
     version = getattr(match, VERSION, None)
-    if version is None:
-        return None
     reader = _reader(connection.alias)
-    row = (reader.layout, match.seq, version, _kept_values(match, reader))
+    if version is None or (values := _kept_values(match, reader)) is None:
+        return None
+    row = (reader.layout, match.seq, version, values)
     row = pickle.dumps(row, pickle.HIGHEST_PROTOCOL)
     return _signature(row) + row
 

@@ -22,6 +22,7 @@ import asyncio
 import logging
 import weakref
 from functools import partial
+from typing import NamedTuple
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -42,9 +43,11 @@ BEAT_S = 0.25  # several beats a second: a beat missed now and then is no outage
 BATCH = 200
 REBUILD_CHECK_S = 1.0  # how often a web process checks that Redis still holds the deadlines
 KEEPER_MARK_MS = 1_000  # a keeper unheard of for this long has stopped: web processes fire at once
-# The authority's time, the deadlines due by it (claimed), and the next one, in one round trip.
-# A keeper marks itself alive; while one is, a web process takes only deadlines ARGV[3] ms
-# overdue (the keeper's, left undone), and its next one comes as much later.
+LOOKAHEAD_MS = 60  # how far ahead the keeper makes forfeits, longer than a poll by far
+PREPARING = 2  # forfeits made ahead at once, at most: the deadlines due go first
+# The authority's time, the deadlines due by it (claimed), the next one, and those due within
+# ARGV[6] ms, in one round trip. A keeper marks itself alive; while one is, a web process takes
+# only deadlines ARGV[3] ms overdue (the keeper's, left undone), and its next comes that later.
 _TAKE_DUE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -60,8 +63,20 @@ for _, match_id in ipairs(due) do
 end
 local next = redis.call(
   'ZRANGEBYSCORE', KEYS[1], '(' .. (now - grace), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-return {now, due, next[2] and tostring(tonumber(next[2]) + grace) or false}
+local soon = {}
+if tonumber(ARGV[6]) > 0 then
+  soon = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, now + tonumber(ARGV[6]), 'WITHSCORES')
+end
+return {now, due, next[2] and tostring(tonumber(next[2]) + grace) or false, soon}
 """
+
+
+class Taken(NamedTuple):
+    now_ms: int  # the authority's time
+    due: list[str]  # the matches due by it, claimed
+    next_ms: int | None  # when this process should look again, at the latest
+    soon: dict[str, int]  # the keeper's: deadlines due within LOOKAHEAD_MS, by match
+
 
 _loops: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -99,16 +114,23 @@ def fire(match_id: str, now_ms: int) -> str:
     return outcome
 
 
-async def take_due(limit: int = BATCH, *, keeper: bool = False) -> tuple[int, list, int | None]:
+async def take_due(limit: int = BATCH, *, keeper: bool = False) -> Taken:
     """The authority's time, the matches due by it (claimed for ``CLAIM_MS``: another poll
-    does not take them meanwhile) and when the next one will be, if any. A web process's poll
-    leaves a deadline to the keeper for ``WEB_DEADLINE_GRACE_MS`` while one is running."""
+    does not take them meanwhile) and when the next one will be, if any; for the keeper, the
+    deadlines due soon too. A web process's poll leaves a deadline to the keeper for
+    ``WEB_DEADLINE_GRACE_MS`` while one is running."""
     keys = (deadlines.DEADLINES_KEY, deadlines.KEEPER_KEY)
     grace_ms = 0 if keeper else settings.WEB_DEADLINE_GRACE_MS
-    now_ms, due, next_ms = await async_redis().eval(
-        _TAKE_DUE, 2, *keys, limit, CLAIM_MS, grace_ms, int(keeper), KEEPER_MARK_MS
+    now_ms, due, next_ms, soon = await async_redis().eval(
+        _TAKE_DUE, 2, *keys, limit, CLAIM_MS, grace_ms, int(keeper), KEEPER_MARK_MS,
+        LOOKAHEAD_MS if keeper else 0,
+    )  # fmt: skip
+    return Taken(
+        int(now_ms),
+        due,
+        None if next_ms is None else int(float(next_ms)),
+        {soon[n]: int(float(soon[n + 1])) for n in range(0, len(soon), 2)},
     )
-    return int(now_ms), due, None if next_ms is None else int(float(next_ms))
 
 
 def wait_before_next_poll_s(now_ms: int, next_deadline_ms: int | None) -> float:
@@ -184,13 +206,32 @@ class _Fires:
     def __init__(self) -> None:
         self.tasks: dict[str, asyncio.Task] = {}
         self.failing = False
+        self.ahead: dict[str, services.ForfeitAhead | None] = {}  # the keeper's, by match
+        self.preparing: set[asyncio.Task] = set()
 
     def start(self, match_id: str, now_ms: int) -> None:
         if match_id in self.tasks:
             return  # still being fired here (its claim lapsed): the fire under way will do
-        task = asyncio.ensure_future(_fire(match_id, now_ms))
+        task = asyncio.ensure_future(_fire(match_id, now_ms, self.ahead.pop(match_id, None)))
         self.tasks[match_id] = task
         task.add_done_callback(partial(self._done, match_id))
+
+    def prepare(self, soon: dict[str, int], now_ms: int) -> None:
+        """Make ahead the forfeits of the deadlines due ``soon`` (a few at a time: those due
+        go first), so that at each deadline only Redis is asked and the end written; forget
+        those whose deadline passed or moved."""
+        for match_id, ahead in list(self.ahead.items()):
+            if ahead is not None and soon.get(match_id, ahead.deadline_ms) != ahead.deadline_ms:
+                del self.ahead[match_id]  # a move re-armed it
+            elif match_id not in soon and match_id not in self.tasks:
+                del self.ahead[match_id]  # fired, or moved past the lookahead
+        for match_id, deadline_ms in soon.items():
+            if match_id in self.ahead or len(self.preparing) >= PREPARING:
+                continue
+            self.ahead[match_id] = None  # being made
+            making = asyncio.ensure_future(_made_ahead(self.ahead, match_id, deadline_ms))
+            self.preparing.add(making)
+            making.add_done_callback(self.preparing.discard)
 
     def _done(self, match_id: str, task: asyncio.Task) -> None:
         del self.tasks[match_id]
@@ -205,15 +246,27 @@ class _Fires:
             log.error("cannot fire deadlines now (match %s)", match_id, exc_info=failure)
 
     def cancel(self) -> None:
-        for task in self.tasks.values():
+        for task in [*self.tasks.values(), *self.preparing]:
             task.cancel()
 
 
-async def _fire(match_id: str, now_ms: int) -> None:
-    """Act on the match's deadline on a database thread; its broadcasts go as soon as it is
-    done, and a forfeit is concluded after them."""
+async def _made_ahead(ahead: dict, match_id: str, deadline_ms: int) -> None:
+    try:
+        made = await in_database_threads(services.forfeit_ahead)(match_id, deadline_ms)
+    except Exception:  # fired the usual way, which says what is wrong
+        log.exception("could not make the forfeit of match %s ahead", match_id)
+        made = None
+    if match_id in ahead:  # not fired meanwhile
+        ahead[match_id] = made
+
+
+async def _fire(match_id: str, now_ms: int, ahead: services.ForfeitAhead | None = None) -> None:
+    """Act on the match's deadline: the forfeit made ahead if it stands, else on a database
+    thread; its broadcasts go as soon as it is done, and a forfeit is concluded after them."""
     async with broadcast.held():
-        outcome = await in_database_threads(fire)(match_id, now_ms)
+        outcome = None if ahead is None else await services.forfeit_made_ahead(ahead, now_ms)
+        if outcome is None:
+            outcome = await in_database_threads(fire)(match_id, now_ms)
     if outcome in services.FORFEITS:
         await in_database_threads(services.match_conclude)(match_id=match_id)
 
@@ -229,10 +282,12 @@ def _deadline_poller(fires: _Fires, *, keeper: bool = False):
         if loop.time() - checked_at[0] >= REBUILD_CHECK_S:
             checked_at[0] = loop.time()
             await rebuild_if_lost()
-        now_ms, due, next_ms = await take_due(keeper=keeper)
-        wake_at = loop.time() + wait_before_next_poll_s(now_ms, next_ms)
-        for match_id in due:
-            fires.start(match_id, now_ms)
+        taken = await take_due(keeper=keeper)
+        wake_at = loop.time() + wait_before_next_poll_s(taken.now_ms, taken.next_ms)
+        for match_id in taken.due:
+            fires.start(match_id, taken.now_ms)
+        if keeper:
+            fires.prepare(taken.soon, taken.now_ms)
         return max(MIN_WAIT_S, wake_at - loop.time())
 
     return poll

@@ -11,6 +11,7 @@ scheduling run after commit.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import pickle
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ import engine
 from accounts.services import rating_record_result
 from engine import Rejection
 from realtime.database import LoopConnectionUnavailable, lease_loop_connection
-from realtime.redis_clients import sync_redis
+from realtime.redis_clients import async_redis, sync_redis
 
 from . import broadcast, presence, rows, timekeeping, webbeats
 from .models import Match, TimingFault
@@ -222,7 +223,10 @@ async def match_submit_on_loop(
             lease.release()
         else:
             writing.add_done_callback(lambda _: lease.release())
-    after_commit = partial(_after_commit_on_loop, match, judged, arrival_token, players)
+    after_commit = partial(
+        _after_commit_on_loop, match, judged.state, judged.events,
+        arrival_token=arrival_token, players=players,
+    )  # fmt: skip
     try:
         # Not asyncio.shield: a failure it re-raised here would join this frame, which holds
         # the write, to its traceback: a cycle of garbage holding the match, for the collector.
@@ -260,11 +264,11 @@ def _judged_on_loop(match: Match, user, command, cseq, arrival_ms) -> _Move | Ou
     return judged
 
 
-def _after_commit_on_loop(match: Match, judged: _Move, arrival_token: str, players) -> None:
+def _after_commit_on_loop(match: Match, state, events, **told) -> None:
     try:  # committed all the same: a lost broadcast is repaired by the clients' resync
-        _after_commit(match, judged.state, judged.events, arrival_token, players)
+        _after_commit(match, state, events, **told)
     except Exception:
-        log.exception("match %s: could not tell Redis and the players of a move", match.pk)
+        log.exception("match %s: could not tell Redis and the players of a change", match.pk)
 
 
 def _published_alone(after_commit, writing: asyncio.Future) -> None:
@@ -516,23 +520,115 @@ def _forfeit_verdict(
     ``abandon`` for a player who is not connected; or why the match may not be forfeited now:
     ``command_pending`` (a command stamped before it is still being applied), ``web_down``
     (nobody can act or reconnect yet: judge it when web is back) or ``void`` (the clock ran
-    through an outage of the web tier, and the match has just been voided). What it asks
-    Redis, in one round trip: a forfeit's lateness is mostly its round trips."""
-    match_id = str(match.pk)
+    through an outage of the web tier, and the match has just been voided)."""
     pipe = sync_redis().pipeline(transaction=False)
-    timekeeping.query_pending_before(pipe, match_id, match.deadline_ms, now_ms)
-    presence.query_connected(pipe, match_id, state.decider)
-    judge_web = webbeats.query_verdict(pipe, state.turn_start_ms, match.deadline_ms, now_ms)
-    pending, connected, *beats = pipe.execute()
-    if pending:
-        return "command_pending"
-    web = judge_web(beats)
-    if web == webbeats.DOWN_NOW:
-        return "web_down"
-    if web == webbeats.GAP:
+    judge = _query_forfeit(pipe, match, state, match.deadline_ms, now_ms)
+    verdict = judge(pipe.execute())
+    if verdict == webbeats.GAP:
         _needs_lock(locked)
         return _void_for_web_gap(match, state, now_ms)
-    return "timeout" if connected or match.mode == Match.Mode.HOTSEAT else "abandon"
+    return verdict
+
+
+def _query_forfeit(pipe, match: Match, state, deadline_ms: int, now_ms: int):
+    """Queue into ``pipe`` all a forfeit asks Redis, in one round trip (a forfeit's lateness is
+    mostly its round trips): a command stamped before the deadline still pending, the
+    decider's presence, the web tier's beats. Returns how to tell from the replies what the
+    deadline comes to: ``command_pending``, ``web_down``, ``gap``, or the forfeit's kind."""
+    match_id = str(match.pk)
+    timekeeping.query_pending_before(pipe, match_id, deadline_ms, now_ms)
+    presence.query_connected(pipe, match_id, state.decider)
+    judge_web = webbeats.query_verdict(pipe, state.turn_start_ms, deadline_ms, now_ms)
+
+    def judge(replies: list) -> str:
+        pending, connected, *beats = replies
+        if pending:
+            return "command_pending"
+        web = judge_web(beats)
+        if web == webbeats.DOWN_NOW:
+            return "web_down"
+        if web == webbeats.GAP:
+            return webbeats.GAP
+        return "timeout" if connected or match.mode == Match.Mode.HOTSEAT else "abandon"
+
+    return judge
+
+
+# --- a forfeit made ahead of its deadline (the deadline keeper's) ----------------------------
+
+
+@dataclass(frozen=True)
+class _Ending:
+    """One way a forfeit may go: the match as it will be written, and what it tells."""
+
+    match: Match
+    state: engine.MatchState
+    events: list[dict]
+    messages: list
+
+
+@dataclass(frozen=True)
+class ForfeitAhead:
+    """A running clock's forfeit, made ahead of its deadline (``forfeit_ahead``): at the
+    deadline only Redis is asked whether it stands, and it is written (``forfeit_made_ahead``)."""
+
+    match: Match  # as read, before
+    state: engine.MatchState
+    endings: dict[str, _Ending]  # by kind: timeout, abandon
+
+    @property
+    def deadline_ms(self) -> int:
+        return self.match.deadline_ms
+
+
+def forfeit_ahead(match_id, deadline_ms: int) -> ForfeitAhead | None:
+    """The forfeit that the match's running clock will make at ``deadline_ms``, made now,
+    nothing written: on PostgreSQL (where a forfeit is written without the lock), for a match
+    whose clock runs to that deadline; None otherwise (it is then fired the usual way)."""
+    if connection.vendor != "postgresql":
+        return None
+    match = rows.read(match_id, lock=False)
+    if match is None or not _clock_runs(match) or match.deadline_ms != deadline_ms:
+        return None
+    state = match_state(match)
+    players = broadcast.players_of(match.pk)
+    endings = {}
+    for kind in FORFEITS:
+        ending = copy.copy(match)  # its values as read stay shared: only changes are written
+        new_state, events = engine.apply(state, None, {"type": kind}, deadline_ms)
+        ending.end_pending = True
+        ending.finished_at = datetime.fromtimestamp(deadline_ms / 1000, tz=UTC)
+        _store(ending, new_state, deadline_ms)
+        messages = broadcast.messages_of(ending, new_state, events, players)
+        endings[kind] = _Ending(ending, new_state, events, messages)
+    return ForfeitAhead(match, state, endings)
+
+
+async def forfeit_made_ahead(ahead: ForfeitAhead, now_ms: int) -> str | None:
+    """Make the forfeit of ``ahead``, its deadline passed at ``now_ms``, if it stands as it
+    would under ``match_expire``: one Redis round trip, one statement on the loop's connection
+    written only if the match is unchanged since, and its broadcasts, held (``broadcast.held``).
+    Returns its kind; None with nothing written, for the caller to fire the deadline the usual
+    way (which judges again a command pending, an outage, a change made meanwhile)."""
+    if now_ms < ahead.deadline_ms:
+        return None
+    pipe = async_redis().pipeline(transaction=False)
+    judge = _query_forfeit(pipe, ahead.match, ahead.state, ahead.deadline_ms, now_ms)
+    kind = judge(await pipe.execute())
+    if kind not in FORFEITS or (lease := lease_loop_connection()) is None:
+        return None
+    ending = ahead.endings[kind]
+    try:
+        await rows.store_on_loop(
+            ending.match, ending.events, round_no=ending.state.round_no,
+            read_seq=ahead.match.seq, lease=lease,
+        )  # fmt: skip
+    except _NOTHING_WRITTEN:
+        return None
+    finally:
+        lease.release()
+    _after_commit_on_loop(ending.match, ending.state, ending.events, messages=ending.messages)
+    return kind
 
 
 def _clock_runs(match: Match) -> bool:
@@ -774,6 +870,7 @@ def _after_commit(
     events: list[dict],
     arrival_token: str | None = None,
     players: list[dict] | None = None,
+    messages: list | None = None,
 ) -> None:
     """Tell Redis (the deadline, the last seq for pings, the command no longer pending: one
     round trip, before the broadcasts) and everyone concerned. A lost write is repaired: the
@@ -786,7 +883,10 @@ def _after_commit(
         if arrival_token is not None:
             timekeeping.release_into(pipe, match_id, arrival_token)
 
-    broadcast.publish(match, state, events, writes, players)
+    if messages is None:
+        broadcast.publish(match, state, events, writes, players)
+    else:  # built already
+        broadcast.publish_messages(lambda: messages, writes)
     if computer_to_act(match, state):
         queue_computer_turn(match_id, state.seq)
 
