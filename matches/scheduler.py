@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 POLL_S = 0.02  # how soon a deadline set by another process is seen
 MIN_WAIT_S = 0.003  # the authority's clock decides what is due: a wake-up a hair early waits again
+TIMER_MARGIN_S = 0.001  # the loop's timers round to the millisecond: never wake a hair early
 CLAIM_MS = 250  # longer than a fire takes; a fire that failed is retried when its claim lapses
 BEAT_S = 0.25  # several beats a second: a beat missed now and then is no outage
 BATCH = 200
@@ -136,7 +137,7 @@ async def take_due(limit: int = BATCH, *, keeper: bool = False) -> Taken:
 def wait_before_next_poll_s(now_ms: int, next_deadline_ms: int | None) -> float:
     if next_deadline_ms is None:
         return POLL_S
-    return min(POLL_S, max(MIN_WAIT_S, (next_deadline_ms - now_ms) / 1000))
+    return min(POLL_S, max(MIN_WAIT_S, (next_deadline_ms - now_ms) / 1000 + TIMER_MARGIN_S))
 
 
 def ensure_running() -> asyncio.Task:

@@ -11,6 +11,7 @@ import os
 import signal
 
 import pytest
+from django.contrib.auth import get_user_model
 
 import engine
 from matches import deadlines, services, timekeeping
@@ -18,8 +19,9 @@ from matches.models import Match, MatchEvent
 from matches.selectors import match_state
 from realtime.redis_clients import sync_redis
 from scripts.proc import Supervisor, wait_until
-from tests.faults.play import audited, new_match
+from tests.faults.play import audited
 from tests.matches.conftest import FAST
+from tests.support.dealing import deal_by_service
 from tests.support.servers import PYTHON, ROOT, server_environment, start_daphne
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -47,9 +49,13 @@ def keeper_beside_a_web_process(django_db_blocker, tmp_path):
         yield process
 
 
-def clock_started(settings) -> tuple[Match, int]:
+def clock_started(settings, name: str) -> tuple[Match, int]:
     """A match whose first player's clock, started now, runs out in 1.5 s; and its deadline."""
-    match, _ = new_match(settings, SHORT)
+    settings.START_GRACE_MS = 60_000
+    users = [get_user_model().objects.create_user(f"{name}{seat}") for seat in (0, 1)]
+    now = timekeeping.now_ms()
+    match = services.match_create(player0=users[0], player1=users[1], now_ms=now, clock=SHORT)
+    assert deal_by_service(match, dict(enumerate(users)), now)
     starter = engine.first_to_act(match_state(match))
     user = match.player0 if starter == 0 else match.player1
     services.match_submit(
@@ -72,14 +78,14 @@ def forfeited_and_concluded(match: Match) -> bool:
 def test_the_keeper_fires_the_deadlines_and_once_killed_the_web_process_does(
     keeper_beside_a_web_process, settings
 ):
-    match, deadline = clock_started(settings)
+    match, deadline = clock_started(settings, "kept")
     wait_until(lambda: forfeited_and_concluded(match), 20, message="the keeper's forfeit")
     forfeit = audited(match)["rounds"][-1]["events"][-1]
     assert (forfeit["type"], forfeit["at_ms"]) == ("abandon", deadline)
 
     keeper_beside_a_web_process.send_signal(signal.SIGKILL)
     keeper_beside_a_web_process.wait(10)
-    match, deadline = clock_started(settings)
+    match, deadline = clock_started(settings, "unkept")
     wait_until(lambda: forfeited_and_concluded(match), 20, message="the web process's forfeit")
     forfeit = audited(match)["rounds"][-1]["events"][-1]
     assert (forfeit["type"], forfeit["at_ms"]) == ("abandon", deadline)

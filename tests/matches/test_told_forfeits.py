@@ -5,6 +5,7 @@ in between leaves the rest to the sweeper."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 
@@ -15,10 +16,14 @@ from django.test import Client
 
 import engine
 from accounts.models import RatingChange
-from matches import scheduler, services, timekeeping, webbeats
+from matches import broadcast, deadlines, scheduler, services, timekeeping, webbeats
 from matches.models import Match, MatchEvent
 from matches.selectors import match_record
+from realtime import database
 from realtime.redis_clients import sync_redis
+from tests.matches.conftest import Table
+from tests.matches.test_deadlines import own_deadline_set, wait_until_async  # noqa: F401
+from tests.support.dealing import deal_by_service
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the broadcasts go after commit
 
@@ -202,3 +207,162 @@ def test_a_move_made_while_the_forfeit_was_being_judged_is_never_written_over(
     row = the_row(table.match)
     assert row.status == "live" and not row.end_pending
     assert table.events()[-1]["type"] == move["type"]
+
+
+# --- made ahead of the deadline, by the deadline keeper --------------------------------------
+
+on_postgresql = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="a forfeit is made ahead on PostgreSQL"
+)
+
+
+def made_ahead_then(table, now_ms: int, *before_the_deadline):
+    """The forfeit made ahead (30 ms before the deadline), ``before_the_deadline`` calls made,
+    then made at ``now_ms`` from an event loop, its broadcasts held as the keeper holds them."""
+    ahead = services.forfeit_ahead(str(table.match.pk), table.match.deadline_ms)
+    assert ahead is not None
+    for call in before_the_deadline:
+        call()
+
+    async def at_the_deadline():
+        try:
+            async with broadcast.held():
+                return await services.forfeit_made_ahead(ahead, now_ms)
+        finally:
+            await database.close_loop_connections()
+
+    return asyncio.run(at_the_deadline())
+
+
+@on_postgresql
+@pytest.mark.parametrize("connected", [True, False])
+def test_a_forfeit_made_ahead_is_written_and_told_at_its_deadline(
+    rated_table, sent, present, connected
+):
+    table = rated_table
+    now = clock_runs_out(table)
+    deadline, decider = table.match.deadline_ms, table.state.decider
+    if connected:
+        present(table.match, decider)
+    sent.clear()
+    kind = made_ahead_then(table, now)
+    assert kind == ("timeout" if connected else "abandon")
+    row = the_row(table.match)
+    assert (row.status, row.winner, row.reason) == ("finished", 1 - decider, row.reason)
+    assert row.reason == ("time" if connected else "abandon")
+    assert row.end_pending and row.deadline_ms is None and row.rating_after0 is None
+    for _, message in sent:
+        last = json.loads(message["text"])["events"][-1]
+        assert (last["type"], last["at_ms"]) == (kind, deadline)
+    assert services.match_conclude(match_id=row.pk)
+    assert the_row(table.match).rating_after0 is not None
+
+
+@on_postgresql
+def test_a_forfeit_made_ahead_is_never_written_before_its_deadline(table, sent):
+    now = clock_runs_out(table, late_ms=-1)
+    seq, told = the_row(table.match).seq, len(sent)
+    assert made_ahead_then(table, now) is None
+    assert the_row(table.match).seq == seq and len(sent) == told
+
+
+@on_postgresql
+def test_a_move_made_after_the_forfeit_was_made_ahead_stands(table, sent):
+    """The move came 1 ms before the deadline, after the keeper made the forfeit ahead: the
+    forfeit's write finds the match changed and writes nothing."""
+    now = clock_runs_out(table)
+    state, deadline = table.state, table.match.deadline_ms
+    move = engine.GreedyBot().choose(state, state.decider, random.Random(0))
+
+    def the_move():
+        table.submit(state.decider, move, after_ms=deadline - 1 - table.now)
+
+    assert made_ahead_then(table, now, the_move) is None
+    row = the_row(table.match)
+    assert row.status == "live" and not row.end_pending
+    assert services.match_expire(match_id=row.pk, now_ms=now) == "early"
+
+
+@on_postgresql
+def test_a_forfeit_made_ahead_stands_back_for_a_command_stamped_in_time(table, sent):
+    now = clock_runs_out(table)
+    arrivals = timekeeping.ARRIVALS_KEY.format(match_id=table.match.pk)
+
+    def stamped_in_time():
+        sync_redis().zadd(arrivals, {"in-time": table.match.deadline_ms - 1})
+
+    try:
+        assert made_ahead_then(table, now, stamped_in_time) is None
+    finally:
+        sync_redis().delete(arrivals)
+    assert the_row(table.match).status == "live"
+
+
+@on_postgresql
+def test_a_forfeit_made_ahead_through_an_outage_of_the_web_tier_is_left_to_the_usual_way(
+    table, sent
+):
+    table.start(after_ms=1_000)
+    deadline = table.match.deadline_ms
+    # The web tier beat until 10 s into the turn, then nothing until the deadline: an outage.
+    seconds = range(table.now // 1000 - 5, table.now // 1000 + 10)
+    sync_redis().zadd(webbeats.BEATS_KEY, {str(s): s for s in [*seconds, deadline // 1000]})
+    assert made_ahead_then(table, deadline + 5) is None
+    assert the_row(table.match).status == "live"
+    assert services.match_expire(match_id=table.match.pk, now_ms=deadline + 5) == "void"
+
+
+def test_nothing_is_made_ahead_but_a_running_clock_at_that_very_deadline(table, sent):
+    assert services.forfeit_ahead(str(table.match.pk), 123) is None  # waiting for Start
+    table.start(after_ms=1_000)
+    deadline = table.match.deadline_ms
+    assert services.forfeit_ahead(str(table.match.pk), deadline + 1) is None  # moved since
+    made = services.forfeit_ahead(str(table.match.pk), deadline)
+    assert (made is not None) == (connection.vendor == "postgresql")
+    assert the_row(table.match).status == "live"  # nothing written
+
+
+@on_postgresql
+@pytest.mark.usefixtures("own_deadline_set")
+async def test_the_keeper_makes_a_forfeit_ahead_and_fires_it_without_a_database_thread(
+    make_user, sent, monkeypatch
+):
+    monkeypatch.setattr(deadlines, "KEEPER_KEY", f"{deadlines.DEADLINES_KEY}:keeper")
+    fired_the_usual_way = []
+    monkeypatch.setattr(scheduler, "fire", lambda *args: fired_the_usual_way.append(args))
+    match, deadline = await database_sync_to_async(running_out_soon)(make_user)
+    keeper = asyncio.ensure_future(scheduler.keep_deadlines())
+
+    def concluded():
+        row = the_row(match)
+        return row.status == "finished" and not row.end_pending
+
+    try:
+        await wait_until_async(concluded, 10)
+    finally:
+        keeper.cancel()
+        await asyncio.gather(keeper, return_exceptions=True)
+        await database.close_loop_connections()
+    assert fired_the_usual_way == []
+    row = await database_sync_to_async(the_row)(match)
+    forfeit = row.header["rounds"][-1]["events"][-1]
+    assert (forfeit["type"], forfeit["at_ms"]) == ("abandon", deadline)
+    assert row.rating_after0 is not None
+
+
+def running_out_soon(make_user) -> tuple[Match, int]:
+    """A rated match whose first player's one-second clock runs out 300 ms from now (the
+    web tier beating throughout), in the test's own deadline set; and that deadline."""
+    now = timekeeping.now_ms()
+    players = {0: make_user("ala"), 1: make_user("olek")}
+    match = services.match_create(
+        player0=players[0], player1=players[1], now_ms=now - 3_000, rated=True,
+        clock=engine.ClockConfig(bank_ms=1_000, delay_ms=0),
+    )  # fmt: skip
+    assert deal_by_service(match, players, now - 2_000)
+    table = Table(match, players, now - 700)
+    table.start()
+    seconds = range(now // 1000 - 5, now // 1000 + 30)
+    sync_redis().zadd(webbeats.BEATS_KEY, {str(s): s for s in seconds})
+    deadlines.remember(str(match.pk), match.deadline_ms)
+    return match, match.deadline_ms
