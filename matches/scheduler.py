@@ -101,7 +101,7 @@ def fire(match_id: str, now_ms: int) -> str:
     """Act on the match's deadline if it has passed at ``now_ms``; what came of it (see
     ``services.match_expire``). A forfeit is left for the caller to conclude once told."""
     try:
-        outcome = services.match_expire(match_id=match_id, now_ms=now_ms)
+        outcome = services.match_expire(match_id=match_id, now_ms=now_ms, conclude=False)
     except services.CommandRejected:  # no such match (deleted): forget its deadline
         outcome = "nothing_due"
     if outcome in WAITS:

@@ -421,22 +421,29 @@ def _check_start_allowed(match: Match, state, seat: int, command) -> None:
 # --- the timeout path ----------------------------------------------------------------------
 
 
-def match_expire(*, match_id, now_ms: int) -> str:
+def match_expire(*, match_id, now_ms: int, conclude: bool = True) -> str:
     """Act on the match's deadline if it has passed at ``now_ms`` (the authority's time): press
     Start for an absent player, or end the match on time. Idempotent: every process's deadline
     loop and the sweeper may call it for the same deadline. A command stamped before the deadline
     that is still waiting for the lock wins: the expiry then stands back and is retried.
 
-    On PostgreSQL a forfeit is made as a move is (``match_submit``): the match read without its
-    lock, the end written in one statement only if nothing changed since; whatever else a
+    A forfeit is committed and told before its record is folded and its ratings written
+    (``match_conclude``): before this returns, or, without ``conclude``, by the caller once
+    its broadcasts are out. On PostgreSQL it is made as a move is (``match_submit``): read
+    without the lock, written in one statement only if nothing changed since; whatever else a
     deadline does, and a change made meanwhile, is done under the lock."""
+    outcome = None
     if connection.vendor == "postgresql":
         try:
-            return _expire(match_id, now_ms, locked=False)
+            outcome = _expire(match_id, now_ms, locked=False)
         except (rows.Stale, _NeedsLock):
             rows.forget(match_id)
-    with transaction.atomic():
-        return _expire(match_id, now_ms, locked=True)
+    if outcome is None:
+        with transaction.atomic():
+            outcome = _expire(match_id, now_ms, locked=True)
+    if conclude and outcome in FORFEITS:
+        match_conclude(match_id=match_id)
+    return outcome
 
 
 def _expire(match_id, now_ms: int, *, locked: bool) -> str:

@@ -66,7 +66,7 @@ def test_a_forfeit_is_told_at_once_and_concluded_after(rated_table, sent, presen
     deadline, decider = table.match.deadline_ms, table.state.decider
     present(table.match, decider)
     sent.clear()
-    assert services.match_expire(match_id=table.match.pk, now_ms=now) == "timeout"
+    assert services.match_expire(match_id=table.match.pk, now_ms=now, conclude=False) == "timeout"
     # Told: every seat's view carries the forfeit, stamped at the deadline.
     assert {group.rsplit(".", 1)[1] for group, _ in sent} >= {"seat0", "seat1"}
     for _, message in sent:
@@ -94,9 +94,16 @@ def test_a_forfeit_is_told_at_once_and_concluded_after(rated_table, sent, presen
 
 def test_a_decider_who_is_not_connected_abandons(table, sent):
     now = clock_runs_out(table)
-    assert services.match_expire(match_id=table.match.pk, now_ms=now) == "abandon"
+    assert services.match_expire(match_id=table.match.pk, now_ms=now, conclude=False) == "abandon"
     services.match_conclude(match_id=table.match.pk)
     assert the_row(table.match).reason == "abandon"
+
+
+def test_by_default_a_forfeit_is_concluded_before_match_expire_returns(rated_table, sent):
+    now = clock_runs_out(rated_table)
+    assert services.match_expire(match_id=rated_table.match.pk, now_ms=now) == "abandon"
+    row = the_row(rated_table.match)
+    assert not row.end_pending and row.rating_after0 is not None and event_rows(row) == 0
 
 
 def test_the_sweepers_fire_concludes_at_once(rated_table, sent):
@@ -122,7 +129,8 @@ def test_a_late_command_loses_on_time_concluded_in_its_own_transaction(rated_tab
 def test_the_sweeper_concludes_a_forfeit_whose_process_died_before_concluding_it(rated_table, sent):
     table = rated_table
     now = clock_runs_out(table)
-    services.match_expire(match_id=table.match.pk, now_ms=now)  # and the process dies
+    # Told, and then its process dies:
+    services.match_expire(match_id=table.match.pk, now_ms=now, conclude=False)
     ended = the_row(table.match)
     ended_ms = int(ended.finished_at.timestamp() * 1000)
     # While its process may still be at it, the sweeper leaves it alone.
@@ -136,7 +144,7 @@ def test_the_sweeper_concludes_a_forfeit_whose_process_died_before_concluding_it
 
 def test_a_record_read_before_the_conclusion_is_not_cached_as_final(table, sent, client: Client):
     now = clock_runs_out(table)
-    services.match_expire(match_id=table.match.pk, now_ms=now)
+    services.match_expire(match_id=table.match.pk, now_ms=now, conclude=False)
     told = client.get(f"/api/matches/{table.match.pk}/")
     assert told.status_code == 200 and "ETag" not in told.headers
     services.match_conclude(match_id=table.match.pk)
@@ -147,7 +155,7 @@ def test_a_record_read_before_the_conclusion_is_not_cached_as_final(table, sent,
 
 def test_a_command_after_the_forfeit_was_told_is_refused_and_changes_nothing(table, sent):
     now = clock_runs_out(table)
-    services.match_expire(match_id=table.match.pk, now_ms=now)
+    services.match_expire(match_id=table.match.pk, now_ms=now, conclude=False)
     ended = the_row(table.match)
     for seat in (0, 1):
         with pytest.raises(services.CommandRejected):
@@ -157,7 +165,7 @@ def test_a_command_after_the_forfeit_was_told_is_refused_and_changes_nothing(tab
 
 def test_a_forfeit_is_never_voided_while_it_is_being_concluded(table, sent):
     now = clock_runs_out(table)
-    services.match_expire(match_id=table.match.pk, now_ms=now)
+    services.match_expire(match_id=table.match.pk, now_ms=now, conclude=False)
     with pytest.raises(services.CommandRejected):
         services.match_void(match_id=table.match.pk, why="test", now_ms=now + 1)
     assert services.match_conclude(match_id=table.match.pk)
@@ -203,7 +211,7 @@ def test_a_move_made_while_the_forfeit_was_being_judged_is_never_written_over(
         return really_query(*args)
 
     monkeypatch.setattr(timekeeping, "query_pending_before", a_move_meanwhile)
-    assert services.match_expire(match_id=table.match.pk, now_ms=now) == "early"
+    assert services.match_expire(match_id=table.match.pk, now_ms=now, conclude=False) == "early"
     row = the_row(table.match)
     assert row.status == "live" and not row.end_pending
     assert table.events()[-1]["type"] == move["type"]
