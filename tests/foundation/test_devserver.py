@@ -54,6 +54,8 @@ def _role(pid: int) -> str | None:
         return "haproxy"
     if b"config.serve" in argv:  # Daphne on uvloop
         return "daphne"
+    if b"keep_deadlines" in argv:
+        return "deadlines"
     if b"celery" in argv:
         return "worker" if b"worker" in argv else ("beat" if b"beat" in argv else None)
     return None
@@ -179,7 +181,7 @@ def test_run_serves_the_site_with_a_worker_and_beat_and_stops_them_all(
         assert report["worker_heartbeat"]["status"] == "ok"
         assert http_get(f"{server.base}/")[0] == 200
         pids = json.loads((server.run_dir / "processes.json").read_text())
-        assert set(pids) == {"daphne", "worker", "beat"}
+        assert set(pids) == {"daphne", "deadlines", "worker", "beat"}
         assert server.children() == pids
         assert all(_alive(pid) for pid in pids.values())
         worker_pool = [pid for pid in group_members(pids["worker"]) if pid != pids["worker"]]
@@ -291,7 +293,7 @@ def test_sigterm_stops_every_child_with_no_orphans(server_env, free_port, tmp_pa
     with devserver(env, free_port, tmp_path) as server:
         server.wait_healthy()
         children = server.children()
-        assert set(children) == {"redis", "daphne", "worker", "beat"}
+        assert set(children) == {"redis", "daphne", "deadlines", "worker", "beat"}
         family = {pid for child in children.values() for pid in group_members(child)}
         assert len(family) > len(children), "the worker's pool processes are counted too"
 

@@ -16,6 +16,7 @@ from lobby import services as lobby
 from matches import computer, services, timekeeping
 from matches.models import Match
 from matches.selectors import match_state
+from scripts.proc import wait_until
 from tests.engine.builders import hidden_tiles_redealt
 from tests.support.dealing import contribution, deal_by_service
 
@@ -214,6 +215,8 @@ def test_a_person_plays_a_whole_rated_match_against_the_computer_through_the_ser
     match.refresh_from_db()
     assert match.status == "finished" and match.reason in ("points", "time", "abandon")
     assert client.view["result"]["winner"] == match.winner
+    # A forfeit is told first: its ratings are written a moment later.
+    wait_until(lambda: match.refresh_from_db() or not match.end_pending, 10, message="ratings")
     bot = computer_player(level="greedy")
     assert bot.rated_games == 1 and match.rating_after0 is not None
 
