@@ -80,6 +80,7 @@ class Taken(NamedTuple):
 
 
 _loops: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+WAITS = ("nothing_due", "early", "command_pending", "web_down")  # a fire that changed nothing
 
 
 def fire_due(match_ids, now_ms: int) -> int:
@@ -92,9 +93,6 @@ def fire_due(match_ids, now_ms: int) -> int:
             services.match_conclude(match_id=match_id)
         acted += outcome not in WAITS
     return acted
-
-
-WAITS = ("nothing_due", "early", "command_pending", "web_down")  # a fire that changed nothing
 
 
 def fire(match_id: str, now_ms: int) -> str:
@@ -217,7 +215,7 @@ class _Fires:
         self.tasks[match_id] = task
         task.add_done_callback(partial(self._done, match_id))
 
-    def prepare(self, soon: dict[str, int], now_ms: int) -> None:
+    def prepare(self, soon: dict[str, int]) -> None:
         """Make ahead the forfeits of the deadlines due ``soon`` (a few at a time: those due
         go first), so that at each deadline only Redis is asked and the end written; forget
         those whose deadline passed or moved."""
@@ -288,7 +286,7 @@ def _deadline_poller(fires: _Fires, *, keeper: bool = False):
         for match_id in taken.due:
             fires.start(match_id, taken.now_ms)
         if keeper:
-            fires.prepare(taken.soon, taken.now_ms)
+            fires.prepare(taken.soon)
         return max(MIN_WAIT_S, wake_at - loop.time())
 
     return poll
