@@ -8,8 +8,9 @@ deadline to it for ``WEB_DEADLINE_GRACE_MS`` first. Celery beat's sweeper does t
 second, as the backstop when no other process is up. A poll claims what it takes (its entries
 move ``CLAIM_MS`` ahead), so the processes, all woken at the same deadline, do not all fire it;
 a claimer that dies leaves its claims to the others once ``CLAIM_MS`` has passed.
-Firing goes through ``services.match_expire``, which takes the match's lock and is idempotent:
-two processes firing one deadline change the match once. A forfeit is told first and concluded
+Firing goes through ``services.match_expire`` (or, for the keeper's forfeits made ahead,
+``services.forfeit_made_ahead``), which is idempotent: two processes firing one deadline change
+the match once. A forfeit is told first and concluded
 after (``services.match_conclude``). Each web process also beats for the web tier
 (matches/webbeats.py) from a loop of its own, so a backlog of deadlines (which waits for the
 database) never looks like an outage, and reads what answers its pings and says which matches
@@ -44,7 +45,8 @@ BEAT_S = 0.25  # several beats a second: a beat missed now and then is no outage
 BATCH = 200
 REBUILD_CHECK_S = 1.0  # how often a web process checks that Redis still holds the deadlines
 KEEPER_MARK_MS = 1_000  # a keeper unheard of for this long has stopped: web processes fire at once
-LOOKAHEAD_MS = 60  # how far ahead the keeper makes forfeits, longer than a poll by far
+LOOKAHEAD_MS = 60  # how far ahead the keeper makes forfeits: each is seen by two polls at least
+WEB_DOWN_RETRY_MS = 1_000  # nobody can act while the web tier is down: asked again a second later
 PREPARING = 2  # forfeits made ahead at once, at most: the deadlines due go first
 # The authority's time, the deadlines due by it (claimed), the next one, and those due within
 # ARGV[6] ms, in one round trip. A keeper marks itself alive; while one is, a web process takes
@@ -109,6 +111,8 @@ def fire(match_id: str, now_ms: int) -> str:
         deadline_ms = (
             Match.objects.filter(pk=match_id).values_list("deadline_ms", flat=True).first()
         )
+        if outcome == "web_down" and deadline_ms is not None:
+            deadline_ms = max(deadline_ms, now_ms + WEB_DOWN_RETRY_MS)
         deadlines.remember(match_id, deadline_ms)
     return outcome
 
@@ -204,16 +208,29 @@ class _Fires:
 
     def __init__(self) -> None:
         self.tasks: dict[str, asyncio.Task] = {}
+        self.started_at: dict[str, float] = {}  # by match, the loop's time
         self.failing = False
+        self.failed_at = float("-inf")
         self.ahead: dict[str, services.ForfeitAhead | None] = {}  # the keeper's, by match
         self.preparing: set[asyncio.Task] = set()
+        self.preparing_fails = False
 
     def start(self, match_id: str, now_ms: int) -> None:
         if match_id in self.tasks:
             return  # still being fired here (its claim lapsed): the fire under way will do
         task = asyncio.ensure_future(_fire(match_id, now_ms, self.ahead.pop(match_id, None)))
         self.tasks[match_id] = task
+        self.started_at[match_id] = asyncio.get_running_loop().time()
         task.add_done_callback(partial(self._done, match_id))
+
+    def standing_aside(self, now: float) -> bool:
+        """Should the keeper leave the deadlines to the web processes for now: has one of its
+        fires failed within ``KEEPER_MARK_MS``, or run past its claim (a database that hangs,
+        say)? It then neither takes them nor marks itself alive, so the web processes fire
+        them at once instead of waiting for a keeper that cannot."""
+        return now - self.failed_at < KEEPER_MARK_MS / 1000 or any(
+            now - started > CLAIM_MS / 1000 for started in self.started_at.values()
+        )
 
     def prepare(self, soon: dict[str, int]) -> None:
         """Make ahead the forfeits of the deadlines due ``soon`` (a few at a time: those due
@@ -225,38 +242,43 @@ class _Fires:
             elif match_id not in soon and match_id not in self.tasks:
                 del self.ahead[match_id]  # fired, or moved past the lookahead
         for match_id, deadline_ms in soon.items():
-            if match_id in self.ahead or len(self.preparing) >= PREPARING:
-                continue
+            if match_id in self.ahead or match_id in self.tasks:
+                continue  # made, or being fired (its claim lapsing)
+            if len(self.preparing) >= PREPARING:
+                break
             self.ahead[match_id] = None  # being made
-            making = asyncio.ensure_future(_made_ahead(self.ahead, match_id, deadline_ms))
+            making = asyncio.ensure_future(self._make_ahead(match_id, deadline_ms))
             self.preparing.add(making)
             making.add_done_callback(self.preparing.discard)
 
+    async def _make_ahead(self, match_id: str, deadline_ms: int) -> None:
+        try:
+            made = await in_database_threads(services.forfeit_ahead)(match_id, deadline_ms)
+            self.preparing_fails = False
+        except Exception:  # fired the usual way at its deadline, which says what is wrong
+            if not self.preparing_fails:  # once per outage
+                log.exception("cannot make forfeits ahead now (match %s)", match_id)
+            self.preparing_fails, made = True, None
+        if match_id in self.ahead:  # not fired meanwhile
+            self.ahead[match_id] = made
+
     def _done(self, match_id: str, task: asyncio.Task) -> None:
-        del self.tasks[match_id]
+        del self.tasks[match_id], self.started_at[match_id]
         if task.cancelled():
             return
         if (failure := task.exception()) is None:
             if self.failing:
                 log.warning("firing deadlines works again")
             self.failing = False
-        elif not self.failing:  # once per outage; a failed fire is retried when its claim lapses
+            return
+        self.failed_at = asyncio.get_running_loop().time()
+        if not self.failing:  # once per outage; a failed fire is retried when its claim lapses
             self.failing = True
             log.error("cannot fire deadlines now (match %s)", match_id, exc_info=failure)
 
     def cancel(self) -> None:
         for task in [*self.tasks.values(), *self.preparing]:
             task.cancel()
-
-
-async def _made_ahead(ahead: dict, match_id: str, deadline_ms: int) -> None:
-    try:
-        made = await in_database_threads(services.forfeit_ahead)(match_id, deadline_ms)
-    except Exception:  # fired the usual way, which says what is wrong
-        log.exception("could not make the forfeit of match %s ahead", match_id)
-        made = None
-    if match_id in ahead:  # not fired meanwhile
-        ahead[match_id] = made
 
 
 async def _fire(match_id: str, now_ms: int, ahead: services.ForfeitAhead | None = None) -> None:
@@ -278,6 +300,8 @@ def _deadline_poller(fires: _Fires, *, keeper: bool = False):
 
     async def poll() -> float:
         loop = asyncio.get_running_loop()
+        if keeper and fires.standing_aside(loop.time()):
+            return POLL_S
         if loop.time() - checked_at[0] >= REBUILD_CHECK_S:
             checked_at[0] = loop.time()
             await rebuild_if_lost()

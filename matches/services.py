@@ -461,9 +461,11 @@ def _expire(match_id, now_ms: int, *, locked: bool) -> str:
     return _expire_judged(match, match_state(match), now_ms, read_seq)
 
 
-def match_conclude(*, match_id) -> bool:
+def match_conclude(*, match_id, tell_again: bool = False) -> bool:
     """Finish a forfeit that ``match_expire`` made and told without its record folded nor its
-    ratings written: do both now. Idempotent: False if there was nothing left to do."""
+    ratings written: do both now. Idempotent: False if there was nothing left to do. With
+    ``tell_again`` (the sweeper's, for a process that died in between, maybe before it told
+    anyone), its end is told once more after commit (a client drops what it has, by seq)."""
     with transaction.atomic():
         match = _locked(match_id)
         if not match.end_pending:
@@ -473,6 +475,8 @@ def match_conclude(*, match_id) -> bool:
         match.end_pending = False
         _rate(match, state)
         rows.store(match, [], round_no=state.round_no)
+        if tell_again:
+            transaction.on_commit(lambda: _after_commit(match, state, []), robust=True)
     return True
 
 
@@ -481,7 +485,10 @@ def conclude_pending_ends(*, older_than_ms: int, now_ms: int) -> int:
     concluded since (its process died first): the sweeper's; how many."""
     ended_by = datetime.fromtimestamp((now_ms - older_than_ms) / 1000, tz=UTC)
     pending = Match.objects.filter(end_pending=True, finished_at__lt=ended_by)
-    return sum(match_conclude(match_id=pk) for pk in pending.values_list("pk", flat=True))
+    concluded = (
+        match_conclude(match_id=pk, tell_again=True) for pk in pending.values_list("pk", flat=True)
+    )
+    return sum(concluded)
 
 
 def _expire_judged(
@@ -604,7 +611,6 @@ def forfeit_ahead(match_id, deadline_ms: int) -> ForfeitAhead | None:
         ending = copy.copy(match)  # its values as read stay shared: only changes are written
         new_state, events = engine.apply(state, None, {"type": kind}, deadline_ms)
         ending.end_pending = True
-        ending.finished_at = datetime.fromtimestamp(deadline_ms / 1000, tz=UTC)
         _store(ending, new_state, deadline_ms)
         messages = broadcast.messages_of(ending, new_state, events, players)
         endings[kind] = _Ending(ending, new_state, events, messages)
@@ -625,6 +631,7 @@ async def forfeit_made_ahead(ahead: ForfeitAhead, now_ms: int) -> str | None:
     if kind not in FORFEITS or (lease := lease_loop_connection()) is None:
         return None
     ending = ahead.endings[kind]
+    ending.match.finished_at = dj_timezone.now()  # as match_expire has it: when it was made
     try:
         await rows.store_on_loop(
             ending.match, ending.events, round_no=ending.state.round_no,

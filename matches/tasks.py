@@ -32,9 +32,10 @@ def sweep_deadlines() -> int:
 
 @shared_task(ignore_result=True)
 def conclude_pending_ends() -> int:
-    """Every few seconds (beat): the backstop of the web processes' match ends made on their
-    loops (services.match_expire_on_loop), whose process died before folding the record and
-    writing the ratings; left alone while that process may still be at it."""
+    """Every few seconds (beat): the backstop of the processes that tell a forfeit before they
+    conclude it (services.match_expire), for one that died in between: its record is folded,
+    its ratings written and its end told again; left alone while that process may still be at
+    it."""
     return services.conclude_pending_ends(
         older_than_ms=settings.END_CONCLUDED_WITHIN_MS, now_ms=int(time.time() * 1000)
     )

@@ -144,20 +144,3 @@ def _verdict_of(replies: list, *, start_s: int, end_s: int, now_s: int) -> str:
         if _broken(earlier, later, tolerance) and earlier < end_s and later > start_s:
             return GAP
     return UP
-    pipe = sync_redis().pipeline(transaction=False)  # one round trip: a slow move asks this
-    pipe.zrevrangebyscore(BEATS_KEY, start_s, "-inf", start=0, num=1)
-    pipe.zrangebyscore(BEATS_KEY, f"({start_s}", now_s)
-    before, since = pipe.execute()
-    anchor = [int(s) for s in before]
-    beats = anchor + [int(s) for s in since]
-    if not beats:
-        return UNKNOWN
-    if beats[-1] < now_s - 1:
-        return DOWN_NOW
-    tolerance = tolerance_s()
-    if not anchor and beats[0] - start_s > tolerance:
-        return GAP
-    for earlier, later in zip(beats, beats[1:], strict=False):
-        if _broken(earlier, later, tolerance) and earlier < end_s and later > start_s:
-            return GAP
-    return UP

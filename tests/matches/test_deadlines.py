@@ -267,6 +267,40 @@ async def test_a_keeper_that_stopped_leaves_the_deadlines_to_the_web_processes_a
     assert (await scheduler.take_due())[1] == ["just due"]
 
 
+async def test_a_keeper_whose_fires_fail_stands_aside_and_the_web_processes_fire_at_once(
+    own_deadline_set, keeper_mark, settings, monkeypatch
+):
+    settings.WEB_DEADLINE_GRACE_MS = 5_000
+
+    async def failing_fire(match_id: str, now_ms: int, ahead=None) -> None:
+        raise RuntimeError("the keeper cannot reach its database")
+
+    monkeypatch.setattr(scheduler, "_fire", failing_fire)
+    sync_redis().set(deadlines.built_key(), "1")  # Redis holds the deadlines: no rebuild
+    fires = scheduler._Fires()
+    keeper_poll = scheduler._deadline_poller(fires, keeper=True)
+    due_at = timekeeping.now_ms() - 1
+    sync_redis().zadd(own_deadline_set, {"due": due_at})
+    await keeper_poll()  # takes it, and its fire fails
+    await asyncio.gather(*fires.tasks.values(), return_exceptions=True)
+    await asyncio.sleep(0)
+    sync_redis().zadd(own_deadline_set, {"due": due_at})  # its claim lapsed
+    sync_redis().delete(keeper_mark)
+    await keeper_poll()
+    assert not sync_redis().exists(keeper_mark)  # it no longer says it is alive
+    assert sync_redis().zscore(own_deadline_set, "due") == due_at  # nor takes it
+    assert (await scheduler.take_due())[1] == ["due"]  # a web process's poll does, at once
+
+
+def test_while_the_web_tier_is_down_a_forfeit_is_asked_again_a_second_later(due_match, monkeypatch):
+    """Not at every poll: the keeper, up while no web process is, would ask 50 times a second."""
+    monkeypatch.setattr(services, "match_expire", lambda **kwargs: "web_down")
+    now = timekeeping.now_ms()
+    scheduler.fire(str(due_match.pk), now)
+    score = sync_redis().zscore(deadlines.DEADLINES_KEY, str(due_match.pk))
+    assert score == now + scheduler.WEB_DOWN_RETRY_MS
+
+
 @pytest.mark.parametrize(
     ("next_ms", "wait_s"),
     [

@@ -136,9 +136,13 @@ def test_the_sweeper_concludes_a_forfeit_whose_process_died_before_concluding_it
     # While its process may still be at it, the sweeper leaves it alone.
     assert services.conclude_pending_ends(older_than_ms=2_000, now_ms=ended_ms + 1_000) == 0
     assert the_row(table.match).end_pending
+    sent.clear()  # and maybe its end was never told: the sweeper tells it again
     assert services.conclude_pending_ends(older_than_ms=2_000, now_ms=ended_ms + 2_001) == 1
     row = the_row(table.match)
     assert not row.end_pending and event_rows(row) == 0 and RatingChange.objects.count() == 2
+    assert {group.rsplit(".", 1)[1] for group, _ in sent} >= {"seat0", "seat1"}
+    assert all(json.loads(m["text"])["match"]["status"] == "finished" for _, m in sent)
+    assert all(m["seq"] == row.seq for _, m in sent)
     assert services.conclude_pending_ends(older_than_ms=2_000, now_ms=ended_ms + 9_000) == 0
 
 
