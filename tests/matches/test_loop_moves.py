@@ -217,15 +217,19 @@ def test_a_connection_killed_between_moves_is_replaced_and_no_move_is_lost(table
 
 
 def terminate_backends_but(keep: int) -> None:
-    """As an operator's pg_terminate_backend, or a failover, does to the loop's connection."""
+    """As an operator's pg_terminate_backend, or a failover, does to the loop's connection:
+    each backend gone (and its goodbye sent) before this returns, as a move that comes a
+    while later finds it. Without the wait the kill raced the next move's write, which then
+    failed as a connection killed in use does (once in CI)."""
     params = connection.get_connection_params()
     params.pop("cursor_factory")
     with psycopg.connect(**params, autocommit=True) as admin:
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+        killed = admin.execute(
+            "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity"
             " WHERE datname = current_database() AND pid <> pg_backend_pid() AND pid <> %s",
             [keep],
-        )
+        ).fetchall()
+    assert all(gone for (gone,) in killed), "a backend outlived its termination"
 
 
 def test_a_move_whose_socket_closes_during_its_write_is_broadcast_all_the_same(
