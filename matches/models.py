@@ -124,10 +124,15 @@ class Match(models.Model):
     def record(self) -> dict:
         """The whole record of ARCHIVE.md, as stored (nothing withheld): the header with each
         round's events and the totals as they stand. A fresh dict on every read."""
+        events = self._event_rows()
+        if events is None:
+            # Folded since this row was read (its event rows taken with the header written):
+            # read again, the record whole in the header now.
+            self.refresh_from_db()
+            events = self._event_rows() or []
         record = copy.deepcopy(self.header)
-        if self.record_in_rows:  # a finished record holds its events already
-            for event in self.events.all():
-                record["rounds"][event.round_number - 1]["events"].append(event.data)
+        for event in events:  # a folded record holds its events already
+            record["rounds"][event.round_number - 1]["events"].append(event.data)
         if self.end_pending:  # what the fold will write: the last round's seed revealed
             record["rounds"][-1]["seed"] = self.secret_seed
         record["balances"] = list(self.balances)
@@ -135,6 +140,14 @@ class Match(models.Model):
         if self.is_over:
             record["result"] = {"winner": self.winner, "reason": self.reason}
         return record
+
+    def _event_rows(self) -> list | None:
+        """The event rows of the record as this row was read (up to its seq), none for a record
+        folded; None if they are no longer there (folded since)."""
+        if not self.record_in_rows:
+            return []
+        events = list(self.events.filter(seq__lte=self.seq))
+        return events if (events[-1].seq if events else 0) == self.seq else None
 
 
 class MatchEvent(models.Model):

@@ -378,3 +378,16 @@ def running_out_soon(make_user) -> tuple[Match, int]:
     sync_redis().zadd(webbeats.BEATS_KEY, {str(s): s for s in seconds})
     deadlines.remember(str(match.pk), match.deadline_ms)
     return match, match.deadline_ms
+
+
+def test_a_record_whose_forfeit_is_concluded_between_its_two_reads_is_whole(table, sent):
+    """The row read (its end pending), then the conclusion takes the event rows into the
+    header, then the events are read: the record is read again, whole (it came out empty)."""
+    now = clock_runs_out(table)
+    services.match_expire(match_id=table.match.pk, now_ms=now, conclude=False)
+    read_before = Match.objects.get(pk=table.match.pk)
+    assert read_before.end_pending
+    services.match_conclude(match_id=table.match.pk)
+    record = json.loads(json.dumps(match_record(read_before)))
+    assert engine.audit(record)[1] == []
+    assert record["rounds"][0]["events"][0]["type"] == "contribute"
