@@ -86,22 +86,15 @@ WAITS = ("nothing_due", "early", "command_pending", "web_down")  # a fire that c
 
 
 def fire_due(match_ids, now_ms: int) -> int:
-    """Act on each match whose deadline has passed at ``now_ms`` (a forfeit concluded once it
-    is told); returns how many changed."""
-    acted = 0
-    for match_id in match_ids:
-        outcome = fire(match_id, now_ms)
-        if outcome in services.FORFEITS:
-            services.match_conclude(match_id=match_id)
-        acted += outcome not in WAITS
-    return acted
+    """Act on each match whose deadline has passed at ``now_ms``; returns how many changed."""
+    return sum(fire(match_id, now_ms) not in WAITS for match_id in match_ids)
 
 
-def fire(match_id: str, now_ms: int) -> str:
+def fire(match_id: str, now_ms: int, *, conclude: bool = True) -> str:
     """Act on the match's deadline if it has passed at ``now_ms``; what came of it (see
-    ``services.match_expire``). A forfeit is left for the caller to conclude once told."""
+    ``services.match_expire``, which concludes a forfeit unless told not to)."""
     try:
-        outcome = services.match_expire(match_id=match_id, now_ms=now_ms, conclude=False)
+        outcome = services.match_expire(match_id=match_id, now_ms=now_ms, conclude=conclude)
     except services.CommandRejected:  # no such match (deleted): forget its deadline
         outcome = "nothing_due"
     if outcome in WAITS:
@@ -287,8 +280,8 @@ async def _fire(match_id: str, now_ms: int, ahead: services.ForfeitAhead | None 
     async with broadcast.held():
         outcome = None if ahead is None else await services.forfeit_made_ahead(ahead, now_ms)
         if outcome is None:
-            outcome = await in_database_threads(fire)(match_id, now_ms)
-    if outcome in services.FORFEITS:
+            outcome = await in_database_threads(fire)(match_id, now_ms, conclude=False)
+    if outcome in services.FORFEITS:  # told: now its record and ratings
         await in_database_threads(services.match_conclude)(match_id=match_id)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import ClassVar
 
-from realtime.redis_clients import async_redis, sync_redis
+from realtime.redis_clients import async_redis
 
 REFRESH_S = 15.0  # well inside the 90 s after which a socket no longer counts
 
@@ -52,12 +52,9 @@ class SocketPresence:
         pipe.zcard(key)
         return int((await pipe.execute())[-1])
 
-    def count(self, subject, now_ms: int) -> int:
-        """How many of the subject's sockets were marked open lately."""
-        return int(self.query_count(sync_redis(), subject, now_ms))
-
     def query_count(self, redis, subject, now_ms: int):
-        """``count`` asked of ``redis``: a client (the answer) or a pipeline (queued)."""
+        """How many of the subject's sockets were marked open lately, asked of ``redis``: a
+        client (the answer) or a pipeline (queued with the rest of a round trip)."""
         return redis.zcount(self.key(subject), now_ms - self.stale_ms, "+inf")
 
     def mark(self, pipe, key: str, channel_name: str, now_ms: int) -> None:

@@ -26,6 +26,11 @@ from tests.matches.test_deadlines import own_deadline_set, wait_until_async  # n
 from tests.support.dealing import deal_by_service
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the broadcasts go after commit
+# A forfeit is read without the lock, and made ahead, only where rows can be written only if
+# unchanged (PostgreSQL); elsewhere it is made under the lock, as the other tests show.
+on_postgresql = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="read without the lock on PostgreSQL only"
+)
 
 
 @pytest.fixture
@@ -195,9 +200,7 @@ async def test_a_fire_from_a_process_loop_concludes_only_once_the_players_are_to
     assert not row.end_pending and row.rating_after0 is not None
 
 
-@pytest.mark.skipif(
-    connection.vendor != "postgresql", reason="a forfeit is read without the lock on PostgreSQL"
-)
+@on_postgresql
 def test_a_move_made_while_the_forfeit_was_being_judged_is_never_written_over(
     table, sent, monkeypatch
 ):
@@ -222,10 +225,6 @@ def test_a_move_made_while_the_forfeit_was_being_judged_is_never_written_over(
 
 
 # --- made ahead of the deadline, by the deadline keeper --------------------------------------
-
-on_postgresql = pytest.mark.skipif(
-    connection.vendor != "postgresql", reason="a forfeit is made ahead on PostgreSQL"
-)
 
 
 def made_ahead_then(table, now_ms: int, *before_the_deadline):
@@ -341,7 +340,7 @@ async def test_the_keeper_makes_a_forfeit_ahead_and_fires_it_without_a_database_
 ):
     monkeypatch.setattr(deadlines, "KEEPER_KEY", f"{deadlines.DEADLINES_KEY}:keeper")
     fired_the_usual_way = []
-    monkeypatch.setattr(scheduler, "fire", lambda *args: fired_the_usual_way.append(args))
+    monkeypatch.setattr(scheduler, "fire", lambda *args, **kw: fired_the_usual_way.append(args))
     match, deadline = await database_sync_to_async(running_out_soon)(make_user)
     keeper = asyncio.ensure_future(scheduler.keep_deadlines())
 
