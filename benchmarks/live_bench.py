@@ -469,6 +469,7 @@ def setup_django(env: dict[str, str]) -> None:
                 "SECRET_KEY",
                 "CHANNEL_LAYER",
                 "CHANNEL_LAYER_SHARDS",
+                "DEAL_CONTRIBUTION_MS",  # the matches are dealt here, with the stack's timing
             )
         }
     )

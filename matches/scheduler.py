@@ -47,6 +47,7 @@ REBUILD_CHECK_S = 1.0  # how often a web process checks that Redis still holds t
 KEEPER_MARK_MS = 1_000  # a keeper unheard of for this long has stopped: web processes fire at once
 LOOKAHEAD_MS = 60  # how far ahead the keeper makes forfeits: each is seen by two polls at least
 WEB_DOWN_RETRY_MS = 1_000  # nobody can act while the web tier is down: asked again a second later
+PENDING_RETRY_MIN_MS = 5  # a command stamped in time is applied in a few ms, as a rule
 PREPARING = 2  # forfeits made ahead at once, at most: the deadlines due go first
 # The authority's time, the deadlines due by it (claimed), the next one, and those due within
 # ARGV[6] ms, in one round trip. A keeper marks itself alive; while one is, a web process takes
@@ -100,14 +101,24 @@ def fire(match_id: str, now_ms: int, *, conclude: bool = True) -> str:
     if outcome in WAITS:
         # Redis was behind the database (or another process fired it first): the database
         # wins. A deadline that must wait (for a command stamped in time, or for web to be
-        # back) is put back from its claim, to be polled again at once.
+        # back) is put back from its claim, to be asked again once that may have changed.
         deadline_ms = (
             Match.objects.filter(pk=match_id).values_list("deadline_ms", flat=True).first()
         )
-        if outcome == "web_down" and deadline_ms is not None:
-            deadline_ms = max(deadline_ms, now_ms + WEB_DOWN_RETRY_MS)
+        if deadline_ms is not None and outcome in ("command_pending", "web_down"):
+            deadline_ms = max(deadline_ms, now_ms + _retry_in_ms(outcome, now_ms - deadline_ms))
         deadlines.remember(match_id, deadline_ms)
     return outcome
+
+
+def _retry_in_ms(outcome: str, late_by_ms: int) -> int:
+    """When to ask again about a deadline that had to wait: nobody can act while the web tier
+    is down; a command stamped in time is applied within milliseconds, as a rule, but on an
+    overloaded machine within seconds, and asking every few milliseconds meanwhile (a
+    database read and a Redis round trip each time) adds to the load that delays it."""
+    if outcome == "web_down":
+        return WEB_DOWN_RETRY_MS
+    return min(WEB_DOWN_RETRY_MS, max(PENDING_RETRY_MIN_MS, late_by_ms // 2))
 
 
 async def take_due(limit: int = BATCH, *, keeper: bool = False) -> Taken:
