@@ -25,7 +25,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 import engine
-from realtime.redis_clients import async_redis, sync_redis
+from realtime.redis_clients import async_redis, sync_redis, write_again_later
 from realtime.sockets import encode_json
 
 from . import deadlines, readings, rows
@@ -269,7 +269,7 @@ async def _send_kept(writes: list, builds: list, replies_first: bool) -> None:
         except Exception:
             log.exception("could not build a change's broadcasts")
     try:
-        await _send_all(messages, _queued(writes))
+        await _send_all(messages, _queued(writes), writes)
     except Exception:  # what the writes keep is rebuilt or expires (see their callers)
         log.exception("could not write or broadcast %d changes", len(builds) or len(writes))
 
@@ -277,27 +277,37 @@ async def _send_kept(writes: list, builds: list, replies_first: bool) -> None:
 def _queued(writes: list):
     """An async pipeline with the ``writes`` queued."""
     pipe = async_redis().pipeline(transaction=False)
-    for write in writes:
-        write(pipe)
+    _queue(pipe, writes)
     return pipe
 
 
-async def _send_all(messages, pipe=None) -> None:
-    """Send the (group, message) pairs, after what ``pipe`` holds (Redis writes, from
+def _queue(pipe, writes: list) -> None:
+    for write in writes:
+        write(pipe)
+
+
+async def _send_all(messages, pipe=None, writes: list = ()) -> None:
+    """Send the (group, message) pairs, after what ``pipe`` holds (the ``writes``, from
     ``held``): in that one pipeline where the channel layer allows (``_published_with``), else
-    by the layer's own sends once the pipeline has run."""
+    by the layer's own sends once the pipeline has run. Writes that did not reach Redis are
+    made again later (the seq and deadline are guarded by the seq, a release is a removal)."""
     layer = get_channel_layer()
-    if pipe is not None and await _published_with(pipe, layer, messages):
-        return
+    if pipe is not None:
+        published, reached = await _published_with(pipe, layer, messages)
+        if not reached and writes:
+            write_again_later(partial(_queue, writes=writes), "write a change's state")
+        if published:
+            return
     await asyncio.gather(*(layer.group_send(group, message) for group, message in messages))
 
 
-async def _published_with(pipe, layer, messages) -> bool:
+async def _published_with(pipe, layer, messages) -> tuple[bool, bool]:
     """Run ``pipe`` with the messages published in it where the layer's groups are pub/sub
     channels of this process's Redis (a command sent alone costs the loop a system call and
-    a reply to read): True if they were sent so. A pipeline that did not reach Redis (a busy
-    pool, a lost connection) leaves them to the layer's own connections: a message that got
-    through twice is dropped by its sockets (its seq is not new)."""
+    a reply to read). Returns whether they were sent so, and whether the pipeline reached
+    Redis. One that did not (a busy pool, a lost connection) leaves them to the layer's own
+    connections: a message that got through twice is dropped by its sockets (its seq is not
+    new)."""
     channel_of = _group_channel_namer(layer)
     if channel_of is not None:
         for group, message in messages:
@@ -305,11 +315,11 @@ async def _published_with(pipe, layer, messages) -> bool:
     try:
         await pipe.execute()
     except (RedisConnectionError, RedisTimeoutError):
-        log.exception("could not write a change's after-commit state to Redis")
-        return False
+        log.warning("could not write a change's after-commit state to Redis: made again later")
+        return False, False
     except Exception:  # a write Redis refused: it ran the rest of the pipeline all the same
         log.exception("could not write a change's after-commit state to Redis")
-    return channel_of is not None
+    return channel_of is not None, True
 
 
 @lru_cache(maxsize=4)

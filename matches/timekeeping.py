@@ -15,11 +15,12 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
+from functools import partial
 
 from django.conf import settings
 from redis.exceptions import RedisError
 
-from realtime.redis_clients import async_redis, sync_redis
+from realtime.redis_clients import async_redis, sync_redis, write_again_later
 
 from .models import TimingFault
 
@@ -182,8 +183,9 @@ def suspicions(arrival: Arrival) -> list[tuple[str, dict]]:
 async def release_arrival(arrival: Arrival) -> None:
     try:
         await async_redis().zrem(ARRIVALS_KEY.format(match_id=arrival.match_id), arrival.token)
-    except RedisError:
-        pass  # a pending arrival that is not released expires after PENDING_TTL_MS
+    except RedisError:  # left pending, it would hold back the match's forfeits for a minute
+        release = partial(release_into, match_id=arrival.match_id, token=arrival.token)
+        write_again_later(release, "release a command's arrival")
 
 
 def pending_before(match_id: str, deadline_ms: int, now: int) -> int:

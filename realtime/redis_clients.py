@@ -9,12 +9,17 @@ service is busy, try again", never "Redis is down" (a flood must not look like a
 from __future__ import annotations
 
 import asyncio
+import logging
 import weakref
+from collections.abc import Callable
 
 import redis
 import redis.asyncio
 from django.conf import settings
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+
+log = logging.getLogger(__name__)
 
 
 class PoolBusy(RedisConnectionError):
@@ -81,3 +86,29 @@ def reset_clients() -> None:
     global _sync_client
     _sync_client = None
     _async_clients.clear()
+
+
+WRITE_AGAIN_AFTER_S = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4)  # about 13 s in all
+_writing_again: set[asyncio.Task] = set()  # the loop keeps only weak references to its tasks
+
+
+def write_again_later(writes: Callable, what: str) -> None:
+    """Make ``writes(pipe)``, idempotent writes that a busy pool or a lost connection kept
+    from Redis, again from this loop, a little later each time until they land: dropped, what
+    they keep (a command no longer pending, above all) would stand wrong until it expires."""
+    task = asyncio.ensure_future(_write_again(writes, what))
+    _writing_again.add(task)
+    task.add_done_callback(_writing_again.discard)
+
+
+async def _write_again(writes: Callable, what: str) -> None:
+    for wait_s in WRITE_AGAIN_AFTER_S:
+        await asyncio.sleep(wait_s)
+        try:
+            pipe = async_redis().pipeline(transaction=False)
+            writes(pipe)
+            await pipe.execute()
+            return
+        except RedisError:
+            continue
+    log.error("could not %s after %d tries: it expires by itself", what, len(WRITE_AGAIN_AFTER_S))

@@ -34,6 +34,16 @@ def free_port() -> int:
     return _free_port()
 
 
+@pytest.fixture
+def tiny_redis_pool(settings):
+    """Redis pools of one connection that wait 50 ms for it: a test holds it to make the
+    pool busy."""
+    settings.REDIS_POOL_SIZE, settings.REDIS_POOL_TIMEOUT_MS = 1, 50
+    reset_clients()
+    yield
+    reset_clients()
+
+
 @receiver(setting_changed)
 def forget_redis_clients(setting, **kwargs):
     """A test that points REDIS_URL at a Redis of its own (and kills it) leaves no client behind

@@ -131,15 +131,7 @@ def test_trusted_origins_are_allowed_exactly(settings):
 # --- the Redis pools ---------------------------------------------------------------------------
 
 
-@pytest.fixture
-def tiny_pool(settings):
-    settings.REDIS_POOL_SIZE, settings.REDIS_POOL_TIMEOUT_MS = 1, 50
-    redis_clients.reset_clients()
-    yield
-    redis_clients.reset_clients()
-
-
-def test_a_busy_sync_pool_answers_pool_busy_after_its_wait(tiny_pool):
+def test_a_busy_sync_pool_answers_pool_busy_after_its_wait(tiny_redis_pool):
     client = redis_clients.sync_redis()
     held = client.connection_pool.get_connection()
     try:
@@ -150,7 +142,9 @@ def test_a_busy_sync_pool_answers_pool_busy_after_its_wait(tiny_pool):
     assert client.ping() is True
 
 
-async def test_a_busy_async_pool_answers_pool_busy_and_a_dead_redis_does_not(tiny_pool, settings):
+async def test_a_busy_async_pool_answers_pool_busy_and_a_dead_redis_does_not(
+    tiny_redis_pool, settings
+):
     client = redis_clients.async_redis()
     held = await client.connection_pool.get_connection()
     try:

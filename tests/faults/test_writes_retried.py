@@ -1,0 +1,63 @@
+"""Redis writes that must land, made again when the pool was busy.
+
+On an overloaded machine a web process's Redis pool can stay busy past its wait
+(``PoolBusy``). A change's after-commit writes and a command's release from the pending set
+were then dropped: the pending arrival, never released, held back every forfeit of its match
+for a minute (``PENDING_TTL_MS``), and the 1,000-match benchmark saw forfeits made 50-68 s
+late. They are idempotent, so they are made again once a connection is free."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from matches import broadcast, timekeeping
+from realtime import redis_clients
+
+TIMEOUT_S = 5.0
+
+
+async def until(predicate) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + TIMEOUT_S
+    while not await predicate():
+        assert loop.time() < deadline, "the condition did not come true in time"
+        await asyncio.sleep(0.01)
+
+
+async def test_after_commit_writes_that_found_the_pool_busy_are_made_once_it_is_free(
+    tiny_redis_pool,
+):
+    client = redis_clients.async_redis()
+    key = f"sbo:test:written:{uuid.uuid4().hex}"
+    held = await client.connection_pool.get_connection()
+    try:
+        async with broadcast.held():  # as a move's writes are made, from the loop
+            broadcast.publish_messages(list, lambda pipe: pipe.set(key, "1", ex=60))
+        assert redis_clients.sync_redis().exists(key) == 0  # the pool was busy: not yet
+    finally:
+        await client.connection_pool.release(held)
+    await until(lambda: _exists(key))
+    redis_clients.sync_redis().delete(key)
+
+
+async def test_a_release_that_found_the_pool_busy_is_made_once_it_is_free(tiny_redis_pool):
+    match_id = str(uuid.uuid4())
+    arrival = await timekeeping.stamp_arrival(match_id)
+    pending = timekeeping.ARRIVALS_KEY.format(match_id=match_id)
+    client = redis_clients.async_redis()
+    held = await client.connection_pool.get_connection()
+    try:
+        await timekeeping.release_arrival(arrival)
+        assert redis_clients.sync_redis().zscore(pending, arrival.token) is not None
+    finally:
+        await client.connection_pool.release(held)
+    await until(lambda: _released(pending, arrival.token))
+
+
+async def _exists(key: str) -> bool:
+    return redis_clients.sync_redis().exists(key) == 1
+
+
+async def _released(pending: str, token: str) -> bool:
+    return redis_clients.sync_redis().zscore(pending, token) is None
