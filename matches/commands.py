@@ -50,6 +50,8 @@ async def receive(*, match_id: str, user, seats: list[int], content: dict, answe
         except RedisError as exc:
             if submitting is not None:
                 await asyncio.gather(submitting, return_exceptions=True)  # nothing is applied
+            if not isinstance(exc, PoolBusy):  # sent: Redis may have stamped it all the same
+                timekeeping.release_later(match_id, stamp.token)
             await _unstamped(match_id, seats, exc, cseq, answer)
             return
         outcome = None

@@ -184,8 +184,14 @@ async def release_arrival(arrival: Arrival) -> None:
     try:
         await async_redis().zrem(ARRIVALS_KEY.format(match_id=arrival.match_id), arrival.token)
     except RedisError:  # left pending, it would hold back the match's forfeits for a minute
-        release = partial(release_into, match_id=arrival.match_id, token=arrival.token)
-        write_again_later(release, "release a command's arrival")
+        release_later(arrival.match_id, arrival.token)
+
+
+def release_later(match_id: str, token: str) -> None:
+    """Release the arrival ``token`` from the loop once Redis takes it: also one whose stamp
+    failed without a reply (Redis may have made it all the same)."""
+    release = partial(release_into, match_id=match_id, token=token)
+    write_again_later(release, "release a command's arrival")
 
 
 def pending_before(match_id: str, deadline_ms: int, now: int) -> int:

@@ -13,6 +13,7 @@ import pytest
 from channels.db import database_sync_to_async
 from django.db import connection, connections
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 import engine
 from matches import commands, rows, services, timekeeping
@@ -62,7 +63,7 @@ def seq_of(match: Match) -> int:
 class GatedStamp:
     """The real stamp, got only once the test opens the gate (or failing with ``fails``)."""
 
-    def __init__(self, monkeypatch, fails: Exception | None = None):
+    def __init__(self, monkeypatch, fails: Exception | None = None, *, reply_lost=False):
         self.gate = asyncio.Event()
         self.done = threading.Event()
         self.fails = fails
@@ -72,6 +73,8 @@ class GatedStamp:
             await self.gate.wait()
             try:
                 if self.fails is not None:
+                    if reply_lost:  # Redis made the stamp; its reply never came back
+                        await real(match_id, token)
                     raise self.fails
                 return await real(match_id, token)
             finally:
@@ -173,6 +176,20 @@ async def test_no_row_is_locked_before_the_arrival_is_stamped(monkeypatch, datab
     assert [a["type"] for a in answers] == ["error"]
     assert [got for locked, got in reads.seen if locked] == [True]
     assert await seq_of(match) == match.seq
+
+
+async def test_a_stamp_made_whose_reply_was_lost_is_not_left_pending(monkeypatch):
+    """Left pending, it would hold back every forfeit of the match for a minute."""
+    match, users, decider, move = await started_match()
+    stamp = GatedStamp(monkeypatch, fails=RedisTimeoutError("no reply"), reply_lost=True)
+    stamp.gate.set()
+    answers: list[dict] = []
+    await asyncio.wait_for(
+        receiving(match, users[decider], decider, {**move, "cseq": 1}, answers), TIMEOUT_S
+    )
+    assert [(a["type"], a["code"]) for a in answers] == [("error", "time_unavailable")]
+    pending = timekeeping.ARRIVALS_KEY.format(match_id=match.pk)
+    await until(lambda: sync_redis().zcard(pending) == 0)
 
 
 @pytest.mark.parametrize(
