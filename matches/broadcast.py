@@ -295,7 +295,7 @@ async def _send_all(messages, pipe=None, writes: list = ()) -> None:
     if pipe is not None:
         published, reached = await _published_with(pipe, layer, messages)
         if not reached and writes:
-            write_again_later(partial(_queue, writes=writes), "write a change's state")
+            write_again_later(partial(_queue, writes=writes))
         if published:
             return
     await asyncio.gather(*(layer.group_send(group, message) for group, message in messages))

@@ -10,6 +10,7 @@ from functools import partial
 
 from django.conf import settings
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from engine import Rejection
 from realtime.database import in_database_threads
@@ -50,7 +51,7 @@ async def receive(*, match_id: str, user, seats: list[int], content: dict, answe
         except RedisError as exc:
             if submitting is not None:
                 await asyncio.gather(submitting, return_exceptions=True)  # nothing is applied
-            if not isinstance(exc, PoolBusy):  # sent: Redis may have stamped it all the same
+            if isinstance(exc, RedisTimeoutError):  # sent: Redis may have stamped it all the same
                 timekeeping.release_later(match_id, stamp.token)
             await _unstamped(match_id, seats, exc, cseq, answer)
             return

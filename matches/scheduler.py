@@ -30,9 +30,9 @@ from django.conf import settings
 
 from realtime import presence
 from realtime.database import in_database_threads
-from realtime.redis_clients import async_redis
+from realtime.redis_clients import async_redis, sync_redis
 
-from . import broadcast, deadlines, readings, services, webbeats
+from . import broadcast, deadlines, readings, services, timekeeping, webbeats
 from .models import Match
 
 log = logging.getLogger(__name__)
@@ -99,16 +99,26 @@ def fire(match_id: str, now_ms: int, *, conclude: bool = True) -> str:
     except services.CommandRejected:  # no such match (deleted): forget its deadline
         outcome = "nothing_due"
     if outcome in WAITS:
-        # Redis was behind the database (or another process fired it first): the database
-        # wins. A deadline that must wait (for a command stamped in time, or for web to be
-        # back) is put back from its claim, to be asked again once that may have changed.
-        deadline_ms = (
-            Match.objects.filter(pk=match_id).values_list("deadline_ms", flat=True).first()
-        )
-        if deadline_ms is not None and outcome in ("command_pending", "web_down"):
-            deadline_ms = max(deadline_ms, now_ms + _retry_in_ms(outcome, now_ms - deadline_ms))
-        deadlines.remember(match_id, deadline_ms)
+        _put_back(match_id, outcome)
     return outcome
+
+
+def _put_back(match_id: str, outcome: str) -> None:
+    """After a fire that changed nothing: Redis was behind the database (or another process
+    fired it first), and the database wins, unless a change made since noted its own deadline
+    (the seq guards it, as it guards a change's own writes). A deadline that must wait (for a
+    command stamped in time, or for web to be back) is put back from its claim, to be asked
+    again once that may have changed; by the time read now, since a fire may have waited long
+    for its database thread."""
+    row = Match.objects.filter(pk=match_id).values_list("deadline_ms", "seq").first()
+    if row is None:  # no such match (deleted)
+        deadlines.remember(match_id, None)
+        return
+    deadline_ms, seq = row
+    if deadline_ms is not None and outcome in ("command_pending", "web_down"):
+        now_ms = timekeeping.now_ms()
+        deadline_ms = max(deadline_ms, now_ms + _retry_in_ms(outcome, now_ms - deadline_ms))
+    broadcast.note_change(sync_redis(), match_id, seq, deadline_ms)
 
 
 def _retry_in_ms(outcome: str, late_by_ms: int) -> int:

@@ -887,13 +887,14 @@ def _after_commit(
     messages: list | None = None,
 ) -> None:
     """Tell Redis (the deadline, the last seq for pings, the command no longer pending: one
-    round trip, before the broadcasts) and everyone concerned. A lost write is repaired: the
-    sweeper rebuilds the deadlines, a ping falls back on the database, a pending arrival
-    expires by itself."""
-    match_id = str(match.id)
+    round trip, before the broadcasts) and everyone concerned. Writes that did not reach
+    Redis are made again from the loop (``broadcast.held``); from elsewhere a lost write is
+    repaired: the sweeper rebuilds the deadlines, a ping falls back on the database, a
+    pending arrival expires by itself."""
+    match_id, seq, deadline_ms = str(match.id), state.seq, match.deadline_ms  # as they are now
 
     def writes(pipe) -> None:
-        broadcast.note_change(pipe, match_id, state.seq, match.deadline_ms)
+        broadcast.note_change(pipe, match_id, seq, deadline_ms)
         if arrival_token is not None:
             timekeeping.release_into(pipe, match_id, arrival_token)
 

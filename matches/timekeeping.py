@@ -190,8 +190,7 @@ async def release_arrival(arrival: Arrival) -> None:
 def release_later(match_id: str, token: str) -> None:
     """Release the arrival ``token`` from the loop once Redis takes it: also one whose stamp
     failed without a reply (Redis may have made it all the same)."""
-    release = partial(release_into, match_id=match_id, token=token)
-    write_again_later(release, "release a command's arrival")
+    write_again_later(partial(release_into, match_id=match_id, token=token))
 
 
 def pending_before(match_id: str, deadline_ms: int, now: int) -> int:

@@ -18,6 +18,7 @@ import redis.asyncio
 from django.conf import settings
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 log = logging.getLogger(__name__)
 
@@ -88,27 +89,67 @@ def reset_clients() -> None:
     _async_clients.clear()
 
 
-WRITE_AGAIN_AFTER_S = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4)  # about 13 s in all
-_writing_again: set[asyncio.Task] = set()  # the loop keeps only weak references to its tasks
+WRITE_AGAIN_FIRST_S, WRITE_AGAIN_MAX_S = 0.05, 2.0  # the wait between tries, doubling
+WRITE_AGAIN_FOR_S = 60.0  # a command counts as pending for a minute at most: none needs more
+WRITE_AGAIN_MAX = 10_000  # kept at most per loop; the oldest go first past it
 
 
-def write_again_later(writes: Callable, what: str) -> None:
+def write_again_later(writes: Callable) -> None:
     """Make ``writes(pipe)``, idempotent writes that a busy pool or a lost connection kept
-    from Redis, again from this loop, a little later each time until they land: dropped, what
-    they keep (a command no longer pending, above all) would stand wrong until it expires."""
-    task = asyncio.ensure_future(_write_again(writes, what))
-    _writing_again.add(task)
-    task.add_done_callback(_writing_again.discard)
+    from Redis, again from this event loop (only from one) until they land or a minute has
+    passed: dropped, what they keep (a command no longer pending, above all) would stand
+    wrong for that long. Every write waiting in a loop goes in one pipeline per try."""
+    loop = asyncio.get_running_loop()
+    waiting = _waiting.get(loop)
+    if waiting is None:
+        waiting = _waiting[loop] = _WritesAgain()
+    waiting.add(loop, writes)
 
 
-async def _write_again(writes: Callable, what: str) -> None:
-    for wait_s in WRITE_AGAIN_AFTER_S:
-        await asyncio.sleep(wait_s)
-        try:
-            pipe = async_redis().pipeline(transaction=False)
-            writes(pipe)
-            await pipe.execute()
-            return
-        except RedisError:
-            continue
-    log.error("could not %s after %d tries: it expires by itself", what, len(WRITE_AGAIN_AFTER_S))
+class _WritesAgain:
+    """One loop's writes to make again, and the one task that makes them."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[float, Callable]] = []  # (when it was given, the writes)
+        self.task: asyncio.Task | None = None
+
+    def add(self, loop: asyncio.AbstractEventLoop, writes: Callable) -> None:
+        self.writes.append((loop.time(), writes))
+        del self.writes[:-WRITE_AGAIN_MAX]
+        if self.task is None or self.task.done():
+            self.task = loop.create_task(self._drain(loop))
+
+    async def _drain(self, loop: asyncio.AbstractEventLoop) -> None:
+        wait_s, failing, dropped = WRITE_AGAIN_FIRST_S, False, 0
+        while self.writes:
+            await asyncio.sleep(wait_s)
+            batch = [w for w in self.writes if loop.time() - w[0] < WRITE_AGAIN_FOR_S]
+            dropped += len(self.writes) - len(batch)
+            self.writes = []
+            try:
+                await _write(batch)
+            except (RedisConnectionError, RedisTimeoutError):
+                self.writes = [*batch, *self.writes][-WRITE_AGAIN_MAX:]
+                wait_s = min(2 * wait_s, WRITE_AGAIN_MAX_S)
+                if not failing:  # once per outage
+                    log.warning("Redis writes made again: %d wait for Redis", len(self.writes))
+                failing = True
+                continue
+            if failing or dropped:
+                log.warning(
+                    "Redis took the writes made again (%d given up after a minute)", dropped
+                )
+            wait_s, failing, dropped = WRITE_AGAIN_FIRST_S, False, 0
+
+
+async def _write(batch: list[tuple[float, Callable]]) -> None:
+    pipe = async_redis().pipeline(transaction=False)
+    for _, writes in batch:
+        writes(pipe)
+    # A write Redis refuses would be refused again: the others in the pipeline ran all the same.
+    for reply in await pipe.execute(raise_on_error=False):
+        if isinstance(reply, RedisError):
+            log.error("Redis refused a write made again: %s", reply)
+
+
+_waiting: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

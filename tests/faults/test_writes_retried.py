@@ -61,3 +61,21 @@ async def _exists(key: str) -> bool:
 
 async def _released(pending: str, token: str) -> bool:
     return redis_clients.sync_redis().zscore(pending, token) is None
+
+
+async def test_a_write_made_again_that_redis_refuses_is_let_go_and_the_rest_land(tiny_redis_pool):
+    """Made again together, in one pipeline: one that Redis refuses (it would refuse it again)
+    is not tried again, and the others land."""
+    client = redis_clients.async_redis()
+    text, key = f"sbo:test:text:{uuid.uuid4().hex}", f"sbo:test:written:{uuid.uuid4().hex}"
+    redis_clients.sync_redis().set(text, "not a number", ex=60)
+    held = await client.connection_pool.get_connection()
+    try:
+        async with broadcast.held():
+            broadcast.publish_messages(list, lambda pipe: pipe.incr(text))
+            broadcast.publish_messages(list, lambda pipe: pipe.set(key, "1", ex=60))
+    finally:
+        await client.connection_pool.release(held)
+    await until(lambda: _exists(key))
+    assert redis_clients.sync_redis().get(text) == "not a number"
+    redis_clients.sync_redis().delete(key, text)

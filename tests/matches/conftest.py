@@ -45,7 +45,7 @@ def rows_kept_as_in_a_web_process(monkeypatch):
 def sent(monkeypatch) -> list[tuple[str, dict]]:
     messages = []
 
-    async def send_all(pairs, pipe=None):
+    async def send_all(pairs, pipe=None, writes=()):
         messages.extend(pairs)
         if pipe is not None:  # what Redis must hold first is written all the same
             await pipe.execute()

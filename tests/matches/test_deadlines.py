@@ -295,10 +295,11 @@ async def test_a_keeper_whose_fires_fail_stands_aside_and_the_web_processes_fire
 def test_while_the_web_tier_is_down_a_forfeit_is_asked_again_a_second_later(due_match, monkeypatch):
     """Not at every poll: the keeper, up while no web process is, would ask 50 times a second."""
     monkeypatch.setattr(services, "match_expire", lambda **kwargs: "web_down")
-    now = timekeeping.now_ms()
-    scheduler.fire(str(due_match.pk), now)
+    before = timekeeping.now_ms()
+    scheduler.fire(str(due_match.pk), before)
+    after = timekeeping.now_ms()
     score = sync_redis().zscore(deadlines.DEADLINES_KEY, str(due_match.pk))
-    assert score == now + scheduler.WEB_DOWN_RETRY_MS
+    assert before + scheduler.WEB_DOWN_RETRY_MS <= score <= after + scheduler.WEB_DOWN_RETRY_MS
 
 
 @pytest.mark.parametrize(
@@ -315,29 +316,59 @@ def test_the_next_poll_comes_at_the_next_deadline_when_that_is_sooner(next_ms, w
 
 
 @pytest.mark.parametrize(
-    ("late_by_ms", "asked_again_in_ms"),
+    ("outcome", "late_by_ms", "asked_again_in_ms"),
     [
-        (1, scheduler.PENDING_RETRY_MIN_MS),  # a command applied in a few ms: soon after it
-        (40, 20),  # pending for a while: half as long again
-        (10_000, scheduler.WEB_DOWN_RETRY_MS),  # never left longer than a second
+        ("command_pending", 1, scheduler.PENDING_RETRY_MIN_MS),  # applied in a few ms: soon
+        ("command_pending", 40, 20),  # pending for a while: half as long again
+        ("command_pending", 10_000, scheduler.WEB_DOWN_RETRY_MS),  # never more than a second
+        ("web_down", 1, scheduler.WEB_DOWN_RETRY_MS),  # nobody can act: a second later
     ],
 )
-def test_a_deadline_that_must_wait_for_a_pending_command_is_asked_again_later_and_later(
-    due_match, late_by_ms, asked_again_in_ms
+def test_a_deadline_that_must_wait_is_asked_about_again_later_and_later(
+    outcome, late_by_ms, asked_again_in_ms
 ):
     """Not at every poll: when commands took seconds (an overloaded machine), the keeper and
     both web processes fired each such deadline again every few milliseconds, a database
     read and a Redis round trip each time, and the load that made the commands slow grew."""
-    match_id = str(due_match.pk)
-    arrivals = timekeeping.ARRIVALS_KEY.format(match_id=match_id)
-    sync_redis().zadd(arrivals, {uuid.uuid4().hex: due_match.deadline_ms - 1})
-    now = due_match.deadline_ms + late_by_ms
+    assert scheduler._retry_in_ms(outcome, late_by_ms) == asked_again_in_ms
+
+
+def pending_command_before(match: Match) -> str:
+    """A command stamped just before the match's deadline, still being applied."""
+    arrivals = timekeeping.ARRIVALS_KEY.format(match_id=match.pk)
+    sync_redis().zadd(arrivals, {uuid.uuid4().hex: match.deadline_ms - 1})
+    return arrivals
+
+
+def test_a_deadline_waiting_for_a_command_is_put_back_by_the_time_of_the_put_back(make_user):
+    """A fire that waited long for its database thread (an old ``now_ms``) puts it back by
+    the time read then, not by when the deadline was taken: else every poll took it again."""
+    match = start_due(make_user("ala"), make_user("olek"), due_in_ms=-400)
+    match_id, arrivals = str(match.pk), pending_command_before(match)
     try:
-        sync_redis().zadd(deadlines.DEADLINES_KEY, {match_id: now + scheduler.CLAIM_MS})
-        assert scheduler.fire_due([match_id], now) == 0
+        before = timekeeping.now_ms()
+        assert scheduler.fire_due([match_id], match.deadline_ms) == 0  # taken at its deadline
+        after = timekeeping.now_ms()
     finally:
         sync_redis().delete(arrivals)
-    assert sync_redis().zscore(deadlines.DEADLINES_KEY, match_id) == now + asked_again_in_ms
+    score = sync_redis().zscore(deadlines.DEADLINES_KEY, match_id)
+    late_before, late_after = before - match.deadline_ms, after - match.deadline_ms
+    assert late_before >= 400
+    assert before + late_before // 2 <= score <= after + late_after // 2
+
+
+def test_a_deadline_put_back_leaves_alone_one_a_later_change_noted(due_match):
+    """The command it waited for was applied between the fire's read and its put-back, and
+    noted its own deadline: that one stands (else the next deadline could wait a second)."""
+    match_id, arrivals = str(due_match.pk), pending_command_before(due_match)
+    later_deadline_ms = due_match.deadline_ms + 30_000
+    sync_redis().set(readings.SEQ_KEY.format(match_id), due_match.seq + 1)
+    sync_redis().zadd(deadlines.DEADLINES_KEY, {match_id: later_deadline_ms})
+    try:
+        assert scheduler.fire_due([match_id], timekeeping.now_ms()) == 0
+    finally:
+        sync_redis().delete(arrivals, readings.SEQ_KEY.format(match_id))
+    assert sync_redis().zscore(deadlines.DEADLINES_KEY, match_id) == later_deadline_ms
 
 
 async def wait_until_async(predicate, timeout_s: float):
