@@ -269,7 +269,7 @@ async def _send_kept(writes: list, builds: list, replies_first: bool) -> None:
         except Exception:
             log.exception("could not build a change's broadcasts")
     try:
-        await _send_all(messages, _queued(writes), writes)
+        await _send_all(messages, writes)
     except Exception:  # what the writes keep is rebuilt or expires (see their callers)
         log.exception("could not write or broadcast %d changes", len(builds) or len(writes))
 
@@ -286,14 +286,15 @@ def _queue(pipe, writes: list) -> None:
         write(pipe)
 
 
-async def _send_all(messages, pipe=None, writes: list = ()) -> None:
-    """Send the (group, message) pairs, after what ``pipe`` holds (the ``writes``, from
-    ``held``): in that one pipeline where the channel layer allows (``_published_with``), else
-    by the layer's own sends once the pipeline has run. Writes that did not reach Redis are
-    made again later (the seq and deadline are guarded by the seq, a release is a removal)."""
+async def _send_all(messages, writes: list | None = None) -> None:
+    """Send the (group, message) pairs, after the ``writes`` (from ``held``: what Redis must
+    hold first) in one pipeline: the messages in it too where the channel layer allows
+    (``_published_with``), else by the layer's own sends once the pipeline has run. Writes
+    that did not reach Redis are made again later (the seq and deadline are guarded by the
+    seq, a release is a removal)."""
     layer = get_channel_layer()
-    if pipe is not None:
-        published, reached = await _published_with(pipe, layer, messages)
+    if writes is not None:
+        published, reached = await _published_with(_queued(writes), layer, messages)
         if not reached and writes:
             write_again_later(partial(_queue, writes=writes))
         if published:

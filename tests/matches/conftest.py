@@ -45,10 +45,10 @@ def rows_kept_as_in_a_web_process(monkeypatch):
 def sent(monkeypatch) -> list[tuple[str, dict]]:
     messages = []
 
-    async def send_all(pairs, pipe=None, writes=()):
+    async def send_all(pairs, writes=None):
         messages.extend(pairs)
-        if pipe is not None:  # what Redis must hold first is written all the same
-            await pipe.execute()
+        if writes is not None:  # what Redis must hold first is written all the same
+            await broadcast._queued(writes).execute()
 
     monkeypatch.setattr(broadcast, "_send_all", send_all)
     return messages

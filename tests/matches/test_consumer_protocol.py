@@ -289,9 +289,9 @@ async def test_changes_are_sent_to_spectators_only_where_a_match_is_watched(monk
     sent_to = []
     real_send_all = broadcast._send_all
 
-    async def recording(messages, *pipe_and_writes):
+    async def recording(messages, *writes):
         sent_to.append({group.rsplit(".", 1)[1] for group, _ in messages})
-        await real_send_all(messages, *pipe_and_writes)
+        await real_send_all(messages, *writes)
 
     monkeypatch.setattr(broadcast, "_send_all", recording)
     match = await new_dealt_match()
@@ -463,9 +463,9 @@ async def test_the_mover_is_acked_before_the_moves_broadcasts_go_out(monkeypatch
     sent = []  # what happened, in order: "ack" sent to the starter, or the group published to
     send_all, to_starter = broadcast._send_all, sockets[starter].output_queue.put_nowait
 
-    async def noting_send_all(messages, *pipe_and_writes):
+    async def noting_send_all(messages, *writes):
         sent.extend(group.rsplit(".", 1)[1] for group, _ in messages)
-        await send_all(messages, *pipe_and_writes)
+        await send_all(messages, *writes)
 
     def noting_put(message):
         if "text" in message and json.loads(message["text"])["type"] == "ack":

@@ -352,9 +352,9 @@ def test_a_pong_that_beats_its_broadcast_asks_for_no_resync(duel):
     user = match.player0 if starter == 0 else match.player1
     release, real_send_all = threading.Event(), broadcast._send_all
 
-    async def held_back(messages, *pipe_and_writes):  # waits until the pong has been answered
+    async def held_back(messages, *writes):  # waits until the pong has been answered
         await asyncio.to_thread(release.wait, 30)
-        await real_send_all(messages, *pipe_and_writes)
+        await real_send_all(messages, *writes)
 
     async def written_after(seq: int) -> None:
         while ((await readings.clock_and_seq(match.pk))[1] or 0) <= seq:
