@@ -176,6 +176,7 @@ class Stats:
 
     def __init__(self):
         self.samples = {"ack": [], "ack_at": [], "broadcast": [], "forfeit": []}
+        self.ack_by_kind: dict[str, list[float]] = {}
         self.early = self.n = self.resyncs = 0
         self.errors = Counter()
         self.measure_from = self.measure_until = float("inf")
@@ -196,20 +197,21 @@ class Stats:
         if self.measuring():
             self.resyncs += 1
 
-    def command(self, reply: dict, ms: float) -> None:
+    def command(self, kind: str, reply: dict, ms: float) -> None:
         if not self.measuring():
             return
         self.n += 1
         if reply["type"] == "ack":
             self.samples["ack"].append(ms)
             self.samples["ack_at"].append((time.time(), ms))
+            self.ack_by_kind.setdefault(kind, []).append(ms)
         else:
             self.errors[reply["code"]] += 1
 
     def as_dict(self) -> dict:
         return {
             **self.samples, "early": self.early, "n": self.n, "resyncs": self.resyncs,
-            "errors": dict(self.errors),
+            "errors": dict(self.errors), "ack_by_kind": self.ack_by_kind,
         }  # fmt: skip
 
 
@@ -250,7 +252,7 @@ async def _play_seat(seat: Seat, client, rng, loop, end, stats) -> None:
                 command = command or choose(client.view, "greedy", rng)
             started = time.perf_counter()
             reply = await client.command(command, timeout=30)
-            stats.command(reply, (time.perf_counter() - started) * 1000)
+            stats.command(command["type"], reply, (time.perf_counter() - started) * 1000)
             if reply["type"] == "ack":
                 applied_at = reply["seq"]
             else:
@@ -436,6 +438,25 @@ def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
     return used
 
 
+def machine_times():
+    import psutil
+
+    return psutil.cpu_times()
+
+
+def machine_shares(before, after) -> dict[str, float]:
+    """How much of the machine's time (all cores: 100 is every core busy) went to work, and how
+    much its hypervisor gave to other guests (steal), between two ``psutil.cpu_times()``. On a
+    shared host, a run with a higher steal was measured on a slower machine."""
+    spent = {field: getattr(after, field) - getattr(before, field) for field in after._fields}
+    total = sum(spent.values()) or 1.0
+    idle = spent["idle"] + spent.get("iowait", 0.0)
+    return {
+        "busy": round(100 * (total - idle - spent.get("steal", 0.0)) / total, 1),
+        "steal": round(100 * spent.get("steal", 0.0) / total, 1),
+    }
+
+
 def local_postgres() -> int | None:
     """The postmaster of the PostgreSQL on this machine that the run uses, if it does: its
     backends are its children, so its CPU counts beside the stack's."""
@@ -568,18 +589,20 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
             web, min(args.profile_seconds, int(args.seconds) - 5), raw_profile
         )
     before, started = cpu_seconds(pids), time.monotonic()
+    machine_before = machine_times()
     ws = stack.url.replace("http://", "ws://")
     probe_s = max(5.0, args.seconds - 5)
     bare_url = f"ws://127.0.0.1:{stack.bare_port}/"
     settle_after_startup()  # the probes' own process: no long collection times their echoes
     layer, bare = asyncio.run(_probes(f"{ws}/ws/echo/", bare_url, probe_s))
     after, elapsed = cpu_seconds(pids), time.monotonic() - started
+    machine = machine_shares(machine_before, machine_times())
     for bot in bots:
         bot.join(timeout=args.seconds + 120)  # (the warm-up is over)
     merged = {
         "ack": [], "ack_at": [], "broadcast": [], "forfeit": [], "early": 0,
         "errors": Counter(),
-        "n": 0, "resyncs": 0,
+        "n": 0, "resyncs": 0, "ack_by_kind": {},
     }  # fmt: skip
     for out in outputs:
         part = json.loads(out.read_text()) if out.exists() else {"errors": {"bot died": 1}}
@@ -590,6 +613,8 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
         merged["resyncs"] += part.get("resyncs", 0)
         merged["errors"].update(part.get("errors", {}))
         merged["ack_at"] += part.get("ack_at", [])
+        for kind, samples in part.get("ack_by_kind", {}).items():
+            merged["ack_by_kind"].setdefault(kind, []).extend(samples)
     forfeits = percentiles(merged["forfeit"])
     profile = None
     if sampler is not None:
@@ -605,6 +630,10 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
         "resyncs": merged["resyncs"],  # asked for by the bots: a gap seen, or a pong ahead
         "ack_ms": percentiles(merged["ack"]),
         "ack_ms_by_second": by_second(merged["ack_at"]),
+        # Which commands make the tail: each kind takes its own path (a deal's is longest).
+        "ack_ms_by_kind": {
+            kind: percentiles(samples) for kind, samples in sorted(merged["ack_by_kind"].items())
+        },
         # When "s": 0 begins (Unix time), to line the seconds up with other logs.
         "by_second_from_unix": round(min(at for at, _ in merged["ack_at"]), 3)
         if merged["ack_at"]
@@ -620,6 +649,7 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
         "cpu": {
             name: round(100 * (after[name] - before.get(name, 0)) / elapsed, 1) for name in after
         },
+        "machine_cpu": machine,
         "errors": dict(merged["errors"]),
     }
 

@@ -1,6 +1,7 @@
 """The REST API, mounted at /api/: players, the match archive, the schema and its docs."""
 
 from django.urls import path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from accounts.apis import LeaderboardApi, PlayerDetailApi
@@ -14,6 +15,7 @@ from matches.apis import (
 )
 
 urlpatterns = [
+    path("", RedirectView.as_view(pattern_name="api-docs"), name="api-root"),
     path("leaderboard/", LeaderboardApi.as_view(), name="api-leaderboard"),
     path("players/<str:username>/", PlayerDetailApi.as_view(), name="api-player"),
     path(

@@ -64,6 +64,12 @@ def test_the_docs_page_serves_swagger_ui_from_this_server(api):
     assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in page
 
 
+def test_the_api_root_leads_to_its_docs(api):
+    # Someone who types /api/ into the address bar lands on the docs, not on a 404.
+    response = api.get("/api/")
+    assert (response.status_code, response["Location"]) == (302, "/api/docs/")
+
+
 @schema.parametrize()
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 def test_no_operation_errors_or_breaks_its_schema(case, world, like_the_test_client):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections import namedtuple
 
 import pytest
 
@@ -16,6 +17,7 @@ from benchmarks.live_bench import (
     by_second,
     echo_probe,
     local_postgres,
+    machine_shares,
     open_window,
 )
 from scripts.proc import free_port
@@ -54,15 +56,17 @@ async def test_the_bots_count_only_what_happens_inside_the_measured_window():
     stats.resync()
     stats.measure_from, stats.measure_until = now - 1, now + 60
     stats.sample("ack", 2.0)
-    stats.command({"type": "error", "code": "busy"}, 3.0)
+    stats.command("play", {"type": "error", "code": "busy"}, 3.0)
+    stats.command("contribute", {"type": "ack", "seq": 9}, 6.0)
     stats.resync()
     stats.measure_from, stats.measure_until = now - 60, now - 1
     stats.sample("broadcast", 4.0)
     stats.forfeit(-5.0)
     stats.resync()
     counted = stats.as_dict()
-    assert (counted["ack"], counted["broadcast"], counted["forfeit"]) == ([2.0], [], [])
-    assert (counted["n"], counted["errors"], counted["early"]) == (1, {"busy": 1}, 0)
+    assert (counted["ack"], counted["broadcast"], counted["forfeit"]) == ([2.0, 6.0], [], [])
+    assert (counted["n"], counted["errors"], counted["early"]) == (2, {"busy": 1}, 0)
+    assert counted["ack_by_kind"] == {"contribute": [6.0]}
     assert counted["resyncs"] == 1
 
 
@@ -129,3 +133,9 @@ def test_the_cpu_of_a_postgresql_on_this_machine_is_counted_and_not_one_elsewher
     postmaster = psutil.Process(found)
     assert postmaster.name() == "postgres"
     assert postmaster.children(), "its backends and workers are its children"
+
+
+def test_the_machine_share_counts_the_time_stolen_by_other_guests_apart():
+    times = namedtuple("scputimes", "user system idle iowait steal")
+    before, after = times(10, 5, 100, 1, 0), times(40, 15, 140, 1, 10)  # 90 ticks in all
+    assert machine_shares(before, after) == {"busy": 44.4, "steal": 11.1}
