@@ -15,8 +15,10 @@ from .expert import ExpertBot
 from .fairness import begin_dealing, may_contribute
 from .legal import legal_commands, legal_decisions, legal_plays
 from .record import (
+    HeaderChange,
     add_events,
     add_round,
+    header_change,
     header_changes,
     iso_timestamp,
     new_record,
@@ -51,6 +53,7 @@ __all__ = [
     "FAIRNESS",
     "Applied",
     "Flagged",
+    "HeaderChange",
     "Rejection",
     "device_holder",
     "starter",
@@ -76,6 +79,7 @@ __all__ = [
     "deal_from_seed",
     "deal_with_contributions",
     "first_to_act",
+    "header_change",
     "header_changes",
     "iso_timestamp",
     "legal_commands",

@@ -8,6 +8,7 @@ with the tiles when the round is dealt.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from .fairness import contributions_json
@@ -93,18 +94,41 @@ def header_changes(state: MatchState, events: list[dict]) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class HeaderChange:
+    """What ``update_header`` writes into a record, known without the record: fields of its
+    last round, and of the record itself. A store that keeps the record whole can make the
+    change where it is kept, without reading the record first."""
+
+    last_round: dict
+    record: dict
+
+
+def header_change(state: MatchState, events: list[dict]) -> HeaderChange:
+    """The change to the record of the ``events`` that produced ``state``, where the round
+    they belong to is still the record's last (so not for a round over: the next is added)."""
+    # Dealt by these events: a contribution among them, and the round's tiles known now.
+    dealt = any(event["type"] == "contribute" for event in events)
+    return _change(state, dealt_now=dealt and not state.deal.is_sealed)
+
+
 def update_header(record: dict, state: MatchState) -> None:
     """Write into the record what ``state`` has made known beyond its events: the round's tiles
     and contributions once dealt, its seed once over, the balances, status and result."""
     current = record["rounds"][-1]
-    if current["hands"] is None and not state.deal.is_sealed:
-        current.update(deal_fields(state.deal))
+    change = _change(state, dealt_now=current["hands"] is None and not state.deal.is_sealed)
+    current.update(change.last_round)
+    record.update(change.record)
+
+
+def _change(state: MatchState, *, dealt_now: bool) -> HeaderChange:
+    last_round = deal_fields(state.deal) if dealt_now else {}
     if state.round_over:
-        current["seed"] = state.deal.seed
-    record["balances"] = list(state.balances)
-    record["status"] = status_of(state)
+        last_round["seed"] = state.deal.seed
+    record = {"balances": list(state.balances), "status": status_of(state)}
     if state.result is not None:
         record["result"] = {"winner": state.result.winner, "reason": state.result.reason}
+    return HeaderChange(last_round, record)
 
 
 def status_of(state: MatchState) -> str:

@@ -27,6 +27,7 @@ from django.db import DatabaseError, connection, connections, transaction
 from django.db.backends.postgresql.base import ServerBindingCursor
 from django.utils.crypto import salted_hmac
 
+from engine import HeaderChange
 from realtime.database import LoopConnectionLease
 
 from .models import Match, MatchEvent
@@ -297,7 +298,13 @@ def _taking(alias: str) -> tuple[str, object, list]:
 
 
 async def store_on_loop(
-    match: Match, events: list[dict], *, round_no: int, read_seq: int, lease: LoopConnectionLease
+    match: Match,
+    events: list[dict],
+    *,
+    round_no: int,
+    read_seq: int,
+    lease: LoopConnectionLease,
+    header: HeaderChange | None = None,
 ) -> None:
     """``store`` for a match read without its lock, from the event loop, on PostgreSQL: one
     statement on the connection of the loop's own that ``lease`` grants (realtime/database.py),
@@ -305,8 +312,8 @@ async def store_on_loop(
     ``Stale`` as ``store`` does, ``LoopConnectionUnavailable`` when nothing was sent (no
     connection could be made), and Django's DatabaseError when the statement failed: then
     whether it was written may be unknown (a connection lost before its reply), as for a
-    failed commit."""
-    write = _Write.of(match, events, round_no=round_no, read_seq=read_seq)
+    failed commit. A ``header`` change (a deal's) is made in the header where it is stored."""
+    write = _Write.of(match, events, round_no=round_no, read_seq=read_seq, header=header)
     (statement,) = write.statements
     try:
         async with lease as db:
@@ -335,11 +342,28 @@ class _Write:
     event_count: int
 
     @classmethod
-    def of(cls, match: Match, events: list[dict], *, round_no: int, read_seq: int | None):
+    def of(
+        cls,
+        match: Match,
+        events: list[dict],
+        *,
+        round_no: int,
+        read_seq: int | None,
+        header: HeaderChange | None = None,
+    ):
         reader = _reader(connection.alias)
         fields = _changed_fields(match, reader)
         row = [field.get_db_prep_save(field.pre_save(match, False), connection) for field in fields]
-        row.append(Match._meta.pk.get_db_prep_value(match.pk, connection))
+        if header is not None:
+            if connection.vendor != "postgresql" or UNLOADED not in match.get_deferred_fields():
+                raise ValueError("a header is changed in place on PostgreSQL, and only unloaded")
+            header_field = Match._meta.get_field(UNLOADED)
+            row.extend(
+                header_field.get_db_prep_save(part, connection)
+                for part in (header.record, header.last_round)
+            )
+        pk = Match._meta.pk.get_db_prep_value(match.pk, connection)
+        row.append(pk)
         conditional = read_seq is not None
         if conditional:
             row.append(read_seq)
@@ -350,13 +374,15 @@ class _Write:
                 row.extend(_version_parts(read_version))
         data = MatchEvent._meta.get_field("data")
         # PostgreSQL takes the match's pk from the row it updated; elsewhere each event names it.
-        named = () if connection.vendor == "postgresql" else (row[len(fields)],)
+        named = () if connection.vendor == "postgresql" else (pk,)
         event_rows = [
             value
             for event in events
             for value in (*named, event["seq"], round_no, data.get_db_prep_save(event, connection))
         ]
-        statements = _store_sql(connection.alias, fields, len(events), conditional)
+        statements = _store_sql(
+            connection.alias, fields, len(events), conditional, header is not None
+        )
         return cls(match, reader, statements, row, event_rows, read_seq, len(events))
 
     @property
@@ -493,13 +519,25 @@ def _stored_fields(alias: str, header_unloaded: bool) -> tuple:
 
 
 @lru_cache(maxsize=512)  # a move changes a few columns, and the same few again and again
-def _store_sql(alias: str, fields: tuple, event_count: int, conditional: bool):
+def _store_sql(
+    alias: str, fields: tuple, event_count: int, conditional: bool, header_changed: bool
+):
     """(``UPDATE`` the row's ``fields``, ``INSERT`` its events) or, on PostgreSQL, one ``WITH``
     of both in which the events are inserted only for a row updated. Parameters: the fields'
-    values, the pk, the seq it was read at when ``conditional``, then each event's seq, round
+    values, with ``header_changed`` the header's new fields and its last round's (merged into
+    the header where it is, on PostgreSQL: it grows with the match, and is never read for
+    this), the pk, the seq it was read at when ``conditional``, then each event's seq, round
     and data."""
     db = connections[alias]
-    assignments = ", ".join(f"{db.ops.quote_name(field.column)} = %s" for field in fields)
+    assignments = [f"{db.ops.quote_name(field.column)} = %s" for field in fields]
+    if header_changed:
+        header = db.ops.quote_name(Match._meta.get_field(UNLOADED).column)
+        last_round = "'{rounds,-1}'"
+        assignments.append(
+            f"{header} = jsonb_set({header} || %s::jsonb, {last_round}, "
+            f"({header} #> {last_round}) || %s::jsonb)"
+        )
+    assignments = ", ".join(assignments)
     where = f"{_pk(db, Match)} = %s"
     versioned = _reader(alias).versioned
     if conditional:

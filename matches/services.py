@@ -189,7 +189,8 @@ async def match_submit_on_loop(
 ) -> Outcome | None:
     """``match_submit`` from the event loop, without a database thread, where it can be made
     so: on PostgreSQL, a move of a match whose row this process keeps (matches/rows.py),
-    judged from its snapshot, that only changes the row and appends its events (no deal, no
+    judged from its snapshot, that changes the row, appends its events and, for a contribution
+    to a deal, merges what it makes known into the header where the header is stored (no
     round's or match's end, no computer to wake, no outage of the web tier to look for),
     written in one statement only if the match is unchanged since. Otherwise None, with
     nothing written: the caller then calls ``match_submit``, which also judges a refusal again,
@@ -215,6 +216,7 @@ async def match_submit_on_loop(
                 round_no=judged.state.round_no,
                 read_seq=read_seq,
                 lease=lease,
+                header=_header_change(judged),
             )  # fmt: skip
         )
     finally:
@@ -259,9 +261,17 @@ def _judged_on_loop(match: Match, user, command, cseq, arrival_ms) -> _Move | Ou
         judged = _judge(match, state, user, command, cseq, arrival_ms, locked=False)
     except (_NeedsLock, CommandRejected):
         return None
-    if isinstance(judged, _Move) and engine.header_changes(judged.state, judged.events):
-        return None  # a deal, or a round's end: the header is written too
+    if isinstance(judged, _Move) and judged.state.round_over:
+        return None  # the next round is dealt (a new seed) and added to the header
     return judged
+
+
+def _header_change(move: _Move) -> engine.HeaderChange | None:
+    """What a move made on the loop changes in the record's header: a contribution's (the deal
+    it completes, the status), made where the header is stored. Nothing for other moves."""
+    if not engine.header_changes(move.state, move.events):
+        return None
+    return engine.header_change(move.state, move.events)
 
 
 def _after_commit_on_loop(match: Match, state, events, **told) -> None:

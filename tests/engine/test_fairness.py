@@ -11,7 +11,7 @@ import pytest
 from engine import apply, audit, new_match, next_round, replay, starter, view
 from engine.bots import contribution
 from engine.fairness import begin_dealing
-from engine.record import add_events, add_round, new_record
+from engine.record import add_events, add_round, header_change, new_record, update_header
 from engine.shuffle import (
     commitment_of,
     deal_from_seed,
@@ -306,6 +306,23 @@ def test_a_match_resigned_while_its_round_is_dealt_replays_and_reveals_the_seed(
     header = record["rounds"][0]
     assert header["seed"] == SEED and header["hands"] is None and header["contributions"] is None
     assert replay(record) == game.state
+
+
+def test_a_header_change_made_apart_from_the_record_is_what_update_header_writes():
+    # A store that keeps the header whole merges the change into it where it is (PostgreSQL's
+    # jsonb_set), without reading it: the same header as read, updated and written back.
+    game = dealing()
+    record = recorded(game)
+    for seat, command in ((0, contribute(C0)), (1, contribute(C1)), (starter, {"type": "start"})):
+        seat = seat(game.state) if callable(seat) else seat
+        events = game.send(seat, command)
+        merged = copy.deepcopy(record)
+        change = header_change(game.state, events)
+        merged["rounds"][-1].update(change.last_round)
+        merged.update(change.record)
+        update_header(record, game.state)
+        assert merged == record
+    assert record["rounds"][0]["hands"] is not None  # dealt by the second contribution
 
 
 def test_a_live_record_waiting_for_a_contribution_replays_to_a_state_the_server_can_finish():

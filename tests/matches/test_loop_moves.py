@@ -165,15 +165,45 @@ def test_a_stranger_and_the_player_not_to_act_write_nothing(table, sent):
     assert stored(table.match) == before and sent == []
 
 
-def test_a_contribution_to_a_deal_goes_the_usual_way(table, sent):
-    """A deal writes the record's header too: more than the loop's one statement."""
-    state = table.play_until(lambda state: state.phase == engine.DEALING)
+def test_a_deal_is_made_on_the_loop_and_written_into_the_header_where_it_is_stored(table, sent):
+    """Both contributions to a round's deal are moves of the loop: the second deals the round,
+    and its tiles go into the record's header in the same statement, without reading it."""
+    state = table.play_until(lambda state: state.phase == engine.DEALING and state.round_no > 1)
     broadcast.players_of(table.match.pk)
     assert services.may_submit_on_loop(str(table.match.pk))
-    before = stored(table.match)
-    move = loop_move(table, contribution(0, state.round_no), seat=0)
-    assert on_a_loop(move) == [None]
-    assert stored(table.match) == before
+    header = Match.objects.values_list("header", flat=True).get(pk=table.match.pk)
+    assert header["rounds"][-1]["hands"] is None
+    seq, events = stored(table.match)
+    sent.clear()
+    outcomes = on_a_loop(
+        *(loop_move(table, contribution(seat, state.round_no), seat=seat) for seat in (0, 1))
+    )
+    assert all(outcome is not None and outcome.released for outcome in outcomes)
+    assert stored(table.match) == (outcomes[1].seq, events + outcomes[1].seq - seq)
+    dealt = table.state
+    assert dealt.phase != engine.DEALING and rows.kept(table.match.pk).seq == dealt.seq
+    engine.update_header(header, dealt)  # what the usual way writes: the whole header
+    assert Match.objects.values_list("header", flat=True).get(pk=table.match.pk) == header
+    assert header["rounds"][-1]["hands"] is not None
+    assert {message["seq"] for _, message in sent} == {outcome.seq for outcome in outcomes}
+    # The record of the whole match replays through the rules (``audit_finished_matches``).
+    assert table.play_until(lambda state: False).result is not None
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["ab" * 40, "AB" * 32, "not hex", 7, None, ["x"], {"$": 1}],
+    ids=["too long", "upper case", "not hex", "a number", "none", "a list", "an object"],
+)
+def test_a_contribution_refused_on_the_loop_writes_nothing_to_the_header(table, sent, value):
+    state = table.play_until(lambda state: state.phase == engine.DEALING)
+    broadcast.players_of(table.match.pk)
+    before = Match.objects.values_list("seq", "header").get(pk=table.match.pk)
+    junk = {"type": "contribute", "value": value, "seat": 0}
+    assert on_a_loop(loop_move(table, junk, seat=0)) == [None]
+    with pytest.raises(services.CommandRejected):
+        table.submit(0, junk)
+    assert Match.objects.values_list("seq", "header").get(pk=table.match.pk) == before
     assert table.submit(0, contribution(0, state.round_no)).seq > before[0]  # a legal one
 
 
