@@ -154,7 +154,25 @@ def _table(runs_set: dict) -> list[str]:
             f"| {late['n']}, {_q(late['p50'])} / {_q(late['p99'])} / {_q(late['max'])}, "
             f"{late['early']} | {cpu} | {errors} |"
         )
-    return lines
+    return lines + _details(runs_set)
+
+
+def _details(runs_set: dict) -> list[str]:
+    """What runs measured since 2026-12-07 add: the machine's busy and stolen shares, and the
+    acks of each kind of command (each takes its own path: a contribution may deal a round)."""
+    lines = []
+    for run in runs_set["runs"]:
+        if not (machine := run.get("machine_cpu")):
+            continue
+        kinds = ", ".join(
+            f"{kind} {_q(ack['p50'])} / {_q(ack['p99'])}"
+            for kind, ack in run.get("ack_ms_by_kind", {}).items()
+        )
+        lines.append(
+            f"- {run['matches']} matches: the machine {machine['busy']:g}% busy, "
+            f"{machine['steal']:g}% stolen by other guests; ack p50 / p99 by command: {kinds}."
+        )
+    return ["", *lines] if lines else []
 
 
 def write() -> Path:

@@ -87,11 +87,11 @@ def header_changes(state: MatchState, events: list[dict]) -> bool:
     """Do the ``events`` that produced ``state`` change anything in the record but its events
     and balances: the round's tiles (dealt by a contribution), its seed (revealed when it is
     over) or the result? A store that keeps events apart writes its header only then."""
-    return (
-        state.round_over
-        or state.result is not None
-        or any(event["type"] == "contribute" for event in events)
-    )
+    return state.round_over or state.result is not None or _contributed(events)
+
+
+def _contributed(events: list[dict]) -> bool:
+    return any(event["type"] == "contribute" for event in events)
 
 
 @dataclass(frozen=True)
@@ -104,12 +104,14 @@ class HeaderChange:
     record: dict
 
 
-def header_change(state: MatchState, events: list[dict]) -> HeaderChange:
-    """The change to the record of the ``events`` that produced ``state``, where the round
-    they belong to is still the record's last (so not for a round over: the next is added)."""
+def header_change(state: MatchState, events: list[dict]) -> HeaderChange | None:
+    """The change that the ``events`` which produced ``state`` make to the record, None if
+    they change nothing in it but events and balances (``header_changes``). For a round
+    over, the next round is still to be added (``add_round``)."""
+    if not header_changes(state, events):
+        return None
     # Dealt by these events: a contribution among them, and the round's tiles known now.
-    dealt = any(event["type"] == "contribute" for event in events)
-    return _change(state, dealt_now=dealt and not state.deal.is_sealed)
+    return _change(state, dealt_now=_contributed(events) and not state.deal.is_sealed)
 
 
 def update_header(record: dict, state: MatchState) -> None:

@@ -354,9 +354,7 @@ class _Write:
         reader = _reader(connection.alias)
         fields = _changed_fields(match, reader)
         row = [field.get_db_prep_save(field.pre_save(match, False), connection) for field in fields]
-        if header is not None:
-            if connection.vendor != "postgresql" or UNLOADED not in match.get_deferred_fields():
-                raise ValueError("a header is changed in place on PostgreSQL, and only unloaded")
+        if header is not None:  # on PostgreSQL, and for a match read without it (as kept)
             header_field = Match._meta.get_field(UNLOADED)
             row.extend(
                 header_field.get_db_prep_save(part, connection)

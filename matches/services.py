@@ -216,7 +216,7 @@ async def match_submit_on_loop(
                 round_no=judged.state.round_no,
                 read_seq=read_seq,
                 lease=lease,
-                header=_header_change(judged),
+                header=engine.header_change(judged.state, judged.events),  # a deal's
             )  # fmt: skip
         )
     finally:
@@ -264,14 +264,6 @@ def _judged_on_loop(match: Match, user, command, cseq, arrival_ms) -> _Move | Ou
     if isinstance(judged, _Move) and judged.state.round_over:
         return None  # the next round is dealt (a new seed) and added to the header
     return judged
-
-
-def _header_change(move: _Move) -> engine.HeaderChange | None:
-    """What a move made on the loop changes in the record's header: a contribution's (the deal
-    it completes, the status), made where the header is stored. Nothing for other moves."""
-    if not engine.header_changes(move.state, move.events):
-        return None
-    return engine.header_change(move.state, move.events)
 
 
 def _after_commit_on_loop(match: Match, state, events, **told) -> None:

@@ -308,21 +308,39 @@ def test_a_match_resigned_while_its_round_is_dealt_replays_and_reveals_the_seed(
     assert replay(record) == game.state
 
 
-def test_a_header_change_made_apart_from_the_record_is_what_update_header_writes():
-    # A store that keeps the header whole merges the change into it where it is (PostgreSQL's
-    # jsonb_set), without reading it: the same header as read, updated and written back.
-    game = dealing()
+def merged(record: dict, change) -> dict:
+    """The record with ``change`` merged into it as PostgreSQL's ``||`` and ``jsonb_set`` do it
+    (the top level's keys replaced; so are the last round's): matches/rows.py."""
+    record = copy.deepcopy(record)
+    record["rounds"][-1].update(change.last_round)
+    record.update(change.record)
+    return record
+
+
+@pytest.mark.parametrize(
+    "hotseat, contributions",
+    [
+        (False, ((0, contribute(C0)), (1, contribute(C1)))),
+        (True, ((0, {**contribute(C0), "seat": 0}), (1, {**contribute(C1), "seat": 1}))),
+        (False, ((1, contribute(C1)), (None, DRAWN))),  # the server stands in for seat 0
+    ],
+    ids=["online", "pass-and-play", "one stood in for"],
+)
+def test_a_header_change_made_apart_from_the_record_is_what_update_header_writes(
+    hotseat, contributions
+):
+    # A store that keeps the header whole merges the change into it where it is, without
+    # reading it: the same header as one read, updated and written back.
+    game = dealing(hotseat=hotseat)
     record = recorded(game)
-    for seat, command in ((0, contribute(C0)), (1, contribute(C1)), (starter, {"type": "start"})):
-        seat = seat(game.state) if callable(seat) else seat
-        events = game.send(seat, command)
-        merged = copy.deepcopy(record)
-        change = header_change(game.state, events)
-        merged["rounds"][-1].update(change.last_round)
-        merged.update(change.record)
+    for seat, command in contributions:
+        before, events = copy.deepcopy(record), game.send(seat, command)
         update_header(record, game.state)
-        assert merged == record
-    assert record["rounds"][0]["hands"] is not None  # dealt by the second contribution
+        assert merged(before, header_change(game.state, events)) == record
+        assert (record["rounds"][0]["hands"] is None) == game.state.deal.is_sealed
+    assert record["rounds"][0]["hands"] is not None  # dealt by the last contribution
+    # A start changes nothing in the header but its events: no change to make.
+    assert header_change(game.state, game.send(starter(game.state), {"type": "start"})) is None
 
 
 def test_a_live_record_waiting_for_a_contribution_replays_to_a_state_the_server_can_finish():

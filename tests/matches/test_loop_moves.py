@@ -165,27 +165,33 @@ def test_a_stranger_and_the_player_not_to_act_write_nothing(table, sent):
     assert stored(table.match) == before and sent == []
 
 
+def header_of(match) -> dict:
+    return Match.objects.values_list("header", flat=True).get(pk=match.pk)
+
+
 def test_a_deal_is_made_on_the_loop_and_written_into_the_header_where_it_is_stored(table, sent):
     """Both contributions to a round's deal are moves of the loop: the second deals the round,
     and its tiles go into the record's header in the same statement, without reading it."""
+    # A later round: the header holds several, and only the last one may change.
     state = table.play_until(lambda state: state.phase == engine.DEALING and state.round_no > 1)
     broadcast.players_of(table.match.pk)
-    assert services.may_submit_on_loop(str(table.match.pk))
-    header = Match.objects.values_list("header", flat=True).get(pk=table.match.pk)
-    assert header["rounds"][-1]["hands"] is None
-    seq, events = stored(table.match)
-    sent.clear()
-    outcomes = on_a_loop(
-        *(loop_move(table, contribution(seat, state.round_no), seat=seat) for seat in (0, 1))
-    )
-    assert all(outcome is not None and outcome.released for outcome in outcomes)
-    assert stored(table.match) == (outcomes[1].seq, events + outcomes[1].seq - seq)
-    dealt = table.state
-    assert dealt.phase != engine.DEALING and rows.kept(table.match.pk).seq == dealt.seq
-    engine.update_header(header, dealt)  # what the usual way writes: the whole header
-    assert Match.objects.values_list("header", flat=True).get(pk=table.match.pk) == header
-    assert header["rounds"][-1]["hands"] is not None
-    assert {message["seq"] for _, message in sent} == {outcome.seq for outcome in outcomes}
+    header = header_of(table.match)
+    for seat in (0, 1):
+        assert services.may_submit_on_loop(str(table.match.pk))
+        seq, events = stored(table.match)
+        sent.clear()
+        (outcome,) = on_a_loop(loop_move(table, contribution(seat, state.round_no), seat=seat))
+        assert outcome is not None and outcome.released
+        assert stored(table.match) == (outcome.seq, events + outcome.seq - seq)
+        assert {message["seq"] for _, message in sent} == {outcome.seq}
+        after = table.state
+        assert rows.kept(table.match.pk).seq == after.seq
+        # What the usual way writes, reading the whole header and writing it back: the first
+        # contribution reveals nothing (its value, the tiles), the second deals the round.
+        engine.update_header(header, after)
+        assert header_of(table.match) == header
+        assert (header["rounds"][-1]["hands"] is None) == (seat == 0)
+    assert after.phase != engine.DEALING and header["rounds"][-1]["contributions"] is not None
     # The record of the whole match replays through the rules (``audit_finished_matches``).
     assert table.play_until(lambda state: False).result is not None
 
@@ -198,13 +204,16 @@ def test_a_deal_is_made_on_the_loop_and_written_into_the_header_where_it_is_stor
 def test_a_contribution_refused_on_the_loop_writes_nothing_to_the_header(table, sent, value):
     state = table.play_until(lambda state: state.phase == engine.DEALING)
     broadcast.players_of(table.match.pk)
+    assert services.may_submit_on_loop(str(table.match.pk))  # refused, not left to the threads
     before = Match.objects.values_list("seq", "header").get(pk=table.match.pk)
     junk = {"type": "contribute", "value": value, "seat": 0}
     assert on_a_loop(loop_move(table, junk, seat=0)) == [None]
-    with pytest.raises(services.CommandRejected):
-        table.submit(0, junk)
     assert Match.objects.values_list("seq", "header").get(pk=table.match.pk) == before
-    assert table.submit(0, contribution(0, state.round_no)).seq > before[0]  # a legal one
+    (legal,) = on_a_loop(loop_move(table, contribution(0, state.round_no), seat=0))
+    assert legal is not None and legal.seq > before[0]
+    with pytest.raises(services.CommandRejected):  # judged again the usual way: refused too
+        table.submit(1, {**junk, "seat": 1})
+    assert stored(table.match)[0] == legal.seq
 
 
 def test_nothing_is_made_on_the_loop_on_a_match_it_does_not_keep_or_whose_players_it_never_read(
