@@ -15,7 +15,9 @@ contributes and presses Start at once then, and their first rounds end together 
 Throughout, two probes measure the floor: (a) ``ws/echo/`` through the channel layer on the
 same web processes, (b) a bare ASGI echo on a Daphne of its own. It writes
 benchmarks/results/live.json (each run: ``matches``, ``ack_ms``, ``broadcast_ms``,
-``echo_layer_ms``, ``echo_bare_ms``, ``forfeit_late_ms``, ``cpu``, ``errors``) and, with
+``echo_layer_ms``, ``echo_bare_ms``, ``forfeit_late_ms``, ``cpu``, ``errors``; also
+``ack_ms_by_kind``, each command's acks, and ``machine_cpu``, how busy the whole machine was
+and how much of its time a shared host gave to other guests) and, with
 ``--docs``, docs/benchmarks.md with its plots.
 
 Why not locust: a session here is two long-lived WebSockets taking turns on one match, with the
