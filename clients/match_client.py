@@ -115,6 +115,9 @@ class MatchClient:
                 additional_headers=headers,
                 open_timeout=10,
                 max_size=2**22,
+                # As a browser's page: no WebSocket pings of its own (the server sends them,
+                # and its pongs and this client's pings tell a dead connection).
+                ping_interval=None,
             )
 
         return cls(await opener(), name=name, opener=opener)

@@ -24,6 +24,7 @@ from .record import (
     new_record,
     status_of,
     update_header,
+    with_round_added,
 )
 from .replay import FAIRNESS, Problem, ReplayError, audit, replay
 from .rules import (
@@ -97,4 +98,5 @@ __all__ = [
     "status_of",
     "update_header",
     "view",
+    "with_round_added",
 ]

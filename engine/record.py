@@ -8,7 +8,7 @@ with the tiles when the round is dealt.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from .fairness import contributions_json
@@ -96,12 +96,14 @@ def _contributed(events: list[dict]) -> bool:
 
 @dataclass(frozen=True)
 class HeaderChange:
-    """What ``update_header`` writes into a record, known without the record: fields of its
-    last round, and of the record itself. A store that keeps the record whole can make the
-    change where it is kept, without reading the record first."""
+    """What ``update_header`` (and, after a round's end, ``add_round``) writes into a record,
+    known without the record: fields of its last round and of the record itself, and the
+    round added after it. A store that keeps the record whole can make the change where it is
+    kept, without reading the record first."""
 
     last_round: dict
     record: dict
+    added_round: dict | None = None
 
 
 def header_change(state: MatchState, events: list[dict]) -> HeaderChange | None:
@@ -112,6 +114,11 @@ def header_change(state: MatchState, events: list[dict]) -> HeaderChange | None:
         return None
     # Dealt by these events: a contribution among them, and the round's tiles known now.
     return _change(state, dealt_now=_contributed(events) and not state.deal.is_sealed)
+
+
+def with_round_added(change: HeaderChange, state: MatchState) -> HeaderChange:
+    """``change`` (a round's end) followed by ``add_round`` of the next round ``state`` deals."""
+    return replace(change, added_round=round_header(state))
 
 
 def update_header(record: dict, state: MatchState) -> None:

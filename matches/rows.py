@@ -356,9 +356,11 @@ class _Write:
         row = [field.get_db_prep_save(field.pre_save(match, False), connection) for field in fields]
         if header is not None:  # on PostgreSQL, and for a match read without it (as kept)
             header_field = Match._meta.get_field(UNLOADED)
+            parts = (header.record, header.last_round, header.added_round)
             row.extend(
                 header_field.get_db_prep_save(part, connection)
-                for part in (header.record, header.last_round)
+                for part in parts
+                if part is not None
             )
         pk = Match._meta.pk.get_db_prep_value(match.pk, connection)
         row.append(pk)
@@ -379,8 +381,10 @@ class _Write:
             for value in (*named, event["seq"], round_no, data.get_db_prep_save(event, connection))
         ]
         statements = _store_sql(
-            connection.alias, fields, len(events), conditional, header is not None
-        )
+            connection.alias, fields, len(events), conditional,
+            header_changed=header is not None,
+            round_added=header is not None and header.added_round is not None,
+        )  # fmt: skip
         return cls(match, reader, statements, row, event_rows, read_seq, len(events))
 
     @property
@@ -518,23 +522,32 @@ def _stored_fields(alias: str, header_unloaded: bool) -> tuple:
 
 @lru_cache(maxsize=512)  # a move changes a few columns, and the same few again and again
 def _store_sql(
-    alias: str, fields: tuple, event_count: int, conditional: bool, header_changed: bool
+    alias: str,
+    fields: tuple,
+    event_count: int,
+    conditional: bool,
+    *,
+    header_changed: bool = False,
+    round_added: bool = False,
 ):
     """(``UPDATE`` the row's ``fields``, ``INSERT`` its events) or, on PostgreSQL, one ``WITH``
     of both in which the events are inserted only for a row updated. Parameters: the fields'
     values, with ``header_changed`` the header's new fields and its last round's (merged into
     the header where it is, on PostgreSQL: it grows with the match, and is never read for
-    this), the pk, the seq it was read at when ``conditional``, then each event's seq, round
-    and data."""
+    this) and with ``round_added`` the round appended after it, the pk, the seq it was read at
+    when ``conditional``, then each event's seq, round and data."""
     db = connections[alias]
     assignments = [f"{db.ops.quote_name(field.column)} = %s" for field in fields]
     if header_changed:
         header = db.ops.quote_name(Match._meta.get_field(UNLOADED).column)
         last_round = "'{rounds,-1}'"
-        assignments.append(
-            f"{header} = jsonb_set({header} || %s::jsonb, {last_round}, "
+        merged = (
+            f"jsonb_set({header} || %s::jsonb, {last_round}, "
             f"({header} #> {last_round}) || %s::jsonb)"
         )
+        if round_added:
+            merged = f"jsonb_insert({merged}, {last_round}, %s::jsonb, true)"
+        assignments.append(f"{header} = {merged}")
     assignments = ", ".join(assignments)
     where = f"{_pk(db, Match)} = %s"
     versioned = _reader(alias).versioned

@@ -27,6 +27,7 @@ import engine
 from accounts.services import rating_record_result
 from engine import Rejection
 from realtime.database import LoopConnectionUnavailable, lease_loop_connection
+from realtime.keyed_lock import KeyedLock
 from realtime.redis_clients import async_redis, sync_redis
 
 from . import broadcast, presence, rows, timekeeping, webbeats
@@ -189,14 +190,31 @@ async def match_submit_on_loop(
 ) -> Outcome | None:
     """``match_submit`` from the event loop, without a database thread, where it can be made
     so: on PostgreSQL, a move of a match whose row this process keeps (matches/rows.py),
-    judged from its snapshot, that changes the row, appends its events and, for a contribution
-    to a deal, merges what it makes known into the header where the header is stored (no
-    round's or match's end, no computer to wake, no outage of the web tier to look for),
-    written in one statement only if the match is unchanged since. Otherwise None, with
+    judged from its snapshot, that changes the row, appends its events and merges what it makes
+    known into the header where the header is stored (a deal's tiles, a round's seed and the
+    next round, sealed: no match's end, no computer to wake, no outage of the web tier to look
+    for), written in one statement only if the match is unchanged since. Otherwise None, with
     nothing written: the caller then calls ``match_submit``, which also judges a refusal again,
     under the lock. A write that failed once sent raises DatabaseError, as a failed commit
     does (whether it was made is unknown: a command resent with its cseq is never applied
-    twice). Its after-commit writes and broadcasts are held (``broadcast.held``)."""
+    twice). Its after-commit writes and broadcasts are held (``broadcast.held``).
+
+    Moves of one match made here go one after the other: the next is judged on the row the
+    last one wrote, which it would otherwise find changed, to be made again under the lock
+    (both players contribute to a deal at once)."""
+    async with _moving_on_loop.held(str(match_id)):
+        return await _submit_on_loop(
+            match_id=match_id, user=user, command=command, arrival_ms=arrival_ms, cseq=cseq,
+            arrival_token=arrival_token,
+        )  # fmt: skip
+
+
+_moving_on_loop = KeyedLock()
+
+
+async def _submit_on_loop(
+    *, match_id, user, command: dict, arrival_ms: int, cseq: int | None, arrival_token: str
+) -> Outcome | None:
     if (kept := _kept_for_the_loop(match_id)) is None:
         return None
     if (lease := lease_loop_connection()) is None:
@@ -208,7 +226,11 @@ async def match_submit_on_loop(
         judged = _judged_on_loop(match, user, command, cseq, arrival_ms)
         if not isinstance(judged, _Move):
             return judged
-        _store(match, judged.state, judged.arrival_ms)
+        state, header = judged.state, engine.header_change(judged.state, judged.events)
+        if state.round_over:  # not the match's end: that is judged under the lock
+            state = _next_round(match, state)
+            header = engine.with_round_added(header, state)
+        _store(match, state, judged.arrival_ms)
         writing = asyncio.ensure_future(
             rows.store_on_loop(
                 match,
@@ -216,7 +238,7 @@ async def match_submit_on_loop(
                 round_no=judged.state.round_no,
                 read_seq=read_seq,
                 lease=lease,
-                header=engine.header_change(judged.state, judged.events),  # a deal's
+                header=header,
             )  # fmt: skip
         )
     finally:
@@ -226,7 +248,7 @@ async def match_submit_on_loop(
         else:
             writing.add_done_callback(lambda _: lease.release())
     after_commit = partial(
-        _after_commit_on_loop, match, judged.state, judged.events,
+        _after_commit_on_loop, match, state, judged.events,
         arrival_token=arrival_token, players=players,
     )  # fmt: skip
     try:
@@ -258,12 +280,9 @@ def _judged_on_loop(match: Match, user, command, cseq, arrival_ms) -> _Move | Ou
     ):
         return None  # judged from the record, or asking Redis whether the web tier was down
     try:
-        judged = _judge(match, state, user, command, cseq, arrival_ms, locked=False)
+        return _judge(match, state, user, command, cseq, arrival_ms, locked=False)
     except (_NeedsLock, CommandRejected):
         return None
-    if isinstance(judged, _Move) and judged.state.round_over:
-        return None  # the next round is dealt (a new seed) and added to the header
-    return judged
 
 
 def _after_commit_on_loop(match: Match, state, events, **told) -> None:
@@ -825,11 +844,9 @@ def _commit_change(
         match.end_pending = True
     elif engine.header_changes(state, events):
         engine.update_header(match.header, state)
-    if state.round_over and state.result is None:  # a round ended: the next waits for its deal
-        seed = engine.new_seed()
-        state = engine.begin_dealing(engine.next_round(state, engine.sealed_deal(seed)))
+    if state.round_over and state.result is None:
+        state = _next_round(match, state)
         engine.add_round(match.header, state)
-        match.secret_seed = seed
     _store(match, state, now_ms)
     if concluded:
         _rate(match, state)
@@ -837,6 +854,13 @@ def _commit_change(
     # Robust: the change is committed; a lost broadcast is repaired by the clients' resync.
     # A lambda, not a partial: Django names a failing robust callback by its __qualname__.
     transaction.on_commit(lambda: _after_commit(match, state, events, arrival_token), robust=True)
+
+
+def _next_round(match: Match, state: engine.MatchState) -> engine.MatchState:
+    """A round ended: the next waits for its deal, sealed by a new secret seed of the match's."""
+    seed = engine.new_seed()
+    match.secret_seed = seed
+    return engine.begin_dealing(engine.next_round(state, engine.sealed_deal(seed)))
 
 
 def _fold_record(match: Match, state: engine.MatchState, events: list[dict]) -> None:

@@ -8,10 +8,17 @@ from dataclasses import replace
 
 import pytest
 
-from engine import apply, audit, new_match, next_round, replay, starter, view
+from engine import GreedyBot, apply, audit, new_match, next_round, replay, starter, view
 from engine.bots import contribution
 from engine.fairness import begin_dealing
-from engine.record import add_events, add_round, header_change, new_record, update_header
+from engine.record import (
+    add_events,
+    add_round,
+    header_change,
+    new_record,
+    update_header,
+    with_round_added,
+)
 from engine.shuffle import (
     commitment_of,
     deal_from_seed,
@@ -309,11 +316,14 @@ def test_a_match_resigned_while_its_round_is_dealt_replays_and_reveals_the_seed(
 
 
 def merged(record: dict, change) -> dict:
-    """The record with ``change`` merged into it as PostgreSQL's ``||`` and ``jsonb_set`` do it
-    (the top level's keys replaced; so are the last round's): matches/rows.py."""
+    """The record with ``change`` merged into it as PostgreSQL's ``||``, ``jsonb_set`` and
+    ``jsonb_insert`` do it (the top level's keys replaced; so are the last round's; the round
+    added goes after it): matches/rows.py."""
     record = copy.deepcopy(record)
     record["rounds"][-1].update(change.last_round)
     record.update(change.record)
+    if change.added_round is not None:
+        record["rounds"].append(change.added_round)
     return record
 
 
@@ -341,6 +351,32 @@ def test_a_header_change_made_apart_from_the_record_is_what_update_header_writes
     assert record["rounds"][0]["hands"] is not None  # dealt by the last contribution
     # A start changes nothing in the header but its events: no change to make.
     assert header_change(game.state, game.send(starter(game.state), {"type": "start"})) is None
+
+
+def test_a_rounds_end_made_apart_from_the_record_is_what_update_header_and_add_round_write():
+    # The round's seed is revealed and the next round, sealed, is added after it: the same
+    # header as one read, updated, given the next round and written back.
+    game = dealing()
+    record = recorded(game)
+    for seat, value in ((0, C0), (1, C1)):
+        step(game, record, seat, contribute(value))
+    game.start()
+    rng = random.Random(0)
+    while True:
+        decider = game.state.decider
+        events = game.send(decider, GreedyBot().choose(game.state, decider, rng), after_ms=1_000)
+        if game.state.round_over:
+            break
+        add_events(record, game.state, events)
+    assert game.state.result is None
+    before = copy.deepcopy(record)
+    update_header(record, game.state)
+    nxt = begin_dealing(next_round(game.state, sealed_deal(other_hex(SEED))))
+    add_round(record, nxt)
+    made = merged(before, with_round_added(header_change(game.state, events), nxt))
+    assert made == record
+    assert made["rounds"][0]["seed"] == SEED and made["rounds"][1]["hands"] is None
+    assert made["rounds"][1]["commitment"] == commitment_of(other_hex(SEED))
 
 
 def test_a_live_record_waiting_for_a_contribution_replays_to_a_state_the_server_can_finish():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import json
 import random
 from collections import OrderedDict
 
@@ -196,6 +197,73 @@ def test_a_deal_is_made_on_the_loop_and_written_into_the_header_where_it_is_stor
     assert table.play_until(lambda state: False).result is not None
 
 
+def ends_the_round(table, state) -> bool:
+    """Would the decider's greedy move (``loop_move``'s) end the round, not the match?"""
+    if state.phase == engine.DEALING or engine.starter(state) is not None:
+        return False
+    command = engine.GreedyBot().choose(state, state.decider, random.Random(0))
+    after = engine.apply(state, state.decider, command, table.now + 1_000).state
+    return after.round_over and after.result is None
+
+
+def test_a_rounds_end_is_made_on_the_loop_and_the_next_round_added_where_the_header_is(table, sent):
+    """The move that ends a round reveals its seed and adds the next round, sealed by a new
+    seed, to the header in its one statement; the next round's deal is then made on the loop
+    too, and the match plays on to a record that replays."""
+    state = table.play_until(lambda state: state.round_no > 1 and ends_the_round(table, state))
+    broadcast.players_of(table.match.pk)
+    assert services.may_submit_on_loop(str(table.match.pk))
+    header, old_seed = Match.objects.values_list("header", "secret_seed").get(pk=table.match.pk)
+    seq, events = stored(table.match)
+    sent.clear()
+    move = engine.GreedyBot().choose(state, state.decider, random.Random(0))
+    ended = engine.apply(state, state.decider, move, table.now + 1_000)
+    (outcome,) = on_a_loop(loop_move(table, move))
+    assert outcome is not None and outcome.released
+    after, (seed, stored_header) = (
+        table.state,
+        Match.objects.values_list("secret_seed", "header").get(pk=table.match.pk),
+    )
+    assert after.phase == engine.DEALING and after.round_no == state.round_no + 1
+    assert stored(table.match) == (outcome.seq, events + len(ended.events))
+    assert seed != old_seed and after.deal.commitment == engine.sealed_deal(seed).commitment
+    assert rows.kept(table.match.pk).seq == outcome.seq
+    # What the usual way writes, reading the whole header and writing it back.
+    engine.update_header(header, ended.state)
+    engine.add_round(header, after)
+    assert stored_header == header
+    assert header["rounds"][-2]["seed"] == old_seed and header["rounds"][-1]["seed"] is None
+    # Told to both seats; what reaches a client names the next round's commitment only.
+    assert {group.rsplit(".", 1)[1] for group, _ in sent} >= {"seat0", "seat1"}
+    assert all(message["seq"] == outcome.seq for _, message in sent)
+    told = [json.loads(message["text"]) for _, message in sent]
+    assert all(seed not in message["text"] for _, message in sent)
+    assert {(m["view"]["round"], m["view"]["commitment"]) for m in told} == {
+        (after.round_no, after.deal.commitment)
+    }
+    for seat in (0, 1):
+        (made,) = on_a_loop(loop_move(table, contribution(seat, after.round_no), seat=seat))
+        assert made is not None
+    assert table.state.phase != engine.DEALING
+    assert table.play_until(lambda state: False).result is not None
+
+
+def test_a_rounds_end_on_a_row_changed_since_it_was_kept_writes_nothing_and_no_seed(table, sent):
+    state = table.play_until(lambda state: ends_the_round(table, state))
+    broadcast.players_of(table.match.pk)
+    Match.objects.filter(pk=table.match.pk).update(rated=False)  # another writer
+    before = Match.objects.values_list("seq", "secret_seed", "header").get(pk=table.match.pk)
+    sent.clear()
+    assert on_a_loop(loop_move(table)) == [None]
+    assert (
+        Match.objects.values_list("seq", "secret_seed", "header").get(pk=table.match.pk) == before
+    )
+    assert sent == []
+    # The usual way then ends the round once, with a seed of its own.
+    table.decide()
+    assert table.state.round_no == state.round_no + 1
+
+
 @pytest.mark.parametrize(
     "value",
     ["ab" * 40, "AB" * 32, "not hex", 7, None, ["x"], {"$": 1}],
@@ -214,6 +282,32 @@ def test_a_contribution_refused_on_the_loop_writes_nothing_to_the_header(table, 
     with pytest.raises(services.CommandRejected):  # judged again the usual way: refused too
         table.submit(1, {**junk, "seat": 1})
     assert stored(table.match)[0] == legal.seq
+
+
+def test_two_moves_of_one_match_at_once_are_made_one_after_the_other_both_on_the_loop(table, sent):
+    """Both players contribute the moment a round waits for its deal: where both sockets are
+    on one process, the second move waits for the first's write and is made on the row it
+    wrote, instead of finding the row changed and going to a database thread."""
+    state = table.play_until(lambda state: state.phase == engine.DEALING)
+    broadcast.players_of(table.match.pk)
+    seq, events = stored(table.match)
+    moves = [loop_move(table, contribution(seat, state.round_no), seat=seat) for seat in (0, 1)]
+
+    async def together():
+        async def held(move):
+            async with broadcast.held():
+                return await move()
+
+        try:
+            return await asyncio.gather(*(held(move) for move in moves))
+        finally:
+            await database.close_loop_connections()
+
+    first, second = asyncio.run(together())
+    assert first is not None and second is not None
+    assert sorted((first.seq, second.seq)) == [seq + 1, seq + 2]
+    assert stored(table.match) == (seq + 2, events + 2)
+    assert table.state.phase != engine.DEALING  # dealt by the second
 
 
 def test_nothing_is_made_on_the_loop_on_a_match_it_does_not_keep_or_whose_players_it_never_read(
