@@ -116,20 +116,34 @@ class StampInFlight:
     WAIT_S = 30.0  # the Redis calls give up within seconds: a loop this late is wedged
 
     def __init__(self, match_id: str):
+        self.match_id = match_id
         self.token = uuid.uuid4().hex
         self._settled = threading.Event()
         self._arrival: Arrival | None = None
+        self._abandoned = False
         self._stamping = asyncio.ensure_future(stamp_arrival(match_id, self.token))
         self._stamping.add_done_callback(self._settle)
 
     def _settle(self, stamping: asyncio.Future) -> None:
-        if not stamping.cancelled() and stamping.exception() is None:
+        if not (self._abandoned or stamping.cancelled() or stamping.exception()):
             self._arrival = stamping.result()
         self._settled.set()
 
     async def arrival(self) -> Arrival:
-        """The stamp, or what ``stamp_arrival`` raised."""
-        return await self._stamping
+        """The stamp, or what ``stamp_arrival`` raised. Whoever waits for it being cancelled
+        (its socket closed) abandons the command: it is not applied, and its stamp, which
+        Redis may make all the same, is released once its reply is in (left pending, it would
+        hold back the match's forfeits for ``PENDING_TTL_MS``)."""
+        try:
+            return await asyncio.shield(self._stamping)
+        except asyncio.CancelledError:
+            self._abandoned, self._arrival = True, None
+            self._stamping.add_done_callback(self._release_abandoned)
+            raise
+
+    def _release_abandoned(self, stamping: asyncio.Future) -> None:
+        if not stamping.cancelled():
+            release_later(self.match_id, self.token)
 
     @property
     def at_ms(self) -> int:

@@ -63,13 +63,20 @@ def seq_of(match: Match) -> int:
 class GatedStamp:
     """The real stamp, got only once the test opens the gate (or failing with ``fails``)."""
 
-    def __init__(self, monkeypatch, fails: Exception | None = None, *, reply_lost=False):
+    def __init__(
+        self, monkeypatch, fails: Exception | None = None, *, reply_lost=False, reply_held=False
+    ):
         self.gate = asyncio.Event()
         self.done = threading.Event()
         self.fails = fails
         real = timekeeping.stamp_arrival
 
         async def gated(match_id, token=None):
+            if reply_held:  # Redis makes the stamp at once; its reply waits at the gate
+                made = await real(match_id, token)
+                await self.gate.wait()
+                self.done.set()
+                return made
             await self.gate.wait()
             try:
                 if self.fails is not None:
@@ -190,6 +197,25 @@ async def test_a_stamp_made_whose_reply_was_lost_is_not_left_pending(monkeypatch
     assert [(a["type"], a["code"]) for a in answers] == [("error", "time_unavailable")]
     pending = timekeeping.ARRIVALS_KEY.format(match_id=match.pk)
     await until(lambda: sync_redis().zcard(pending) == 0)
+
+
+async def test_a_stamp_whose_socket_closed_before_its_reply_is_not_left_pending(
+    monkeypatch, database_threads
+):
+    """A player about to lose on time must not buy a minute by sending anything and closing
+    the tab before the stamp's reply: left pending, the stamp would hold back the forfeit."""
+    match, users, decider, move = await started_match()
+    stamp = GatedStamp(monkeypatch, reply_held=True)
+    received = receiving(match, users[decider], decider, {**move, "cseq": 1}, [])
+    pending = timekeeping.ARRIVALS_KEY.format(match_id=match.pk)
+    await until(lambda: sync_redis().zcard(pending) == 1)  # made, its reply not in yet
+    received.cancel()  # the socket closed
+    with pytest.raises(asyncio.CancelledError):
+        await received
+    stamp.gate.set()
+    await until(stamp.done.is_set)
+    await until(lambda: sync_redis().zcard(pending) == 0)
+    assert await seq_of(match) == match.seq  # and the command was not applied
 
 
 @pytest.mark.parametrize(
