@@ -11,6 +11,7 @@ like a timing fault of the service (see ``ClockWatch``).
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 import uuid
@@ -18,7 +19,9 @@ from dataclasses import dataclass
 from functools import partial
 
 from django.conf import settings
+from redis.backoff import ExponentialBackoff
 from redis.exceptions import RedisError
+from redis.retry import Retry
 
 from realtime.redis_clients import async_redis, sync_redis, write_again_later
 
@@ -26,6 +29,8 @@ from .models import TimingFault
 
 ARRIVALS_KEY = "sbo:arrivals:{match_id}"
 PENDING_TTL_MS = 60_000  # a pending arrival older than this was lost with its process
+
+log = logging.getLogger(__name__)
 
 _STAMP = """
 local t = redis.call('TIME')
@@ -171,11 +176,25 @@ def release_into(pipe, match_id: str, token: str) -> None:
     pipe.zrem(ARRIVALS_KEY.format(match_id=match_id), token)
 
 
+# A command made inside the server (the computer's, on a worker) has no loop to release its
+# arrival later: it is tried again here, for a few seconds, before it is left to expire.
+RELEASE_RETRY = Retry(ExponentialBackoff(cap=2.0, base=0.1), retries=5)
+
+
 def release_arrival_sync(arrival: Arrival) -> None:
+    def failed(error: Exception, failures: int) -> None:
+        log.warning("could not release a command's arrival (try %d): %r", failures, error)
+
     try:
-        sync_redis().zrem(ARRIVALS_KEY.format(match_id=arrival.match_id), arrival.token)
-    except RedisError:
-        pass  # a pending arrival that is not released expires after PENDING_TTL_MS
+        RELEASE_RETRY.call_with_retry(
+            lambda: sync_redis().zrem(
+                ARRIVALS_KEY.format(match_id=arrival.match_id), arrival.token
+            ),
+            failed,
+            with_failure_count=True,
+        )
+    except RedisError:  # left pending, it holds back the match's forfeits for PENDING_TTL_MS
+        log.error("match %s: a command's arrival is left pending", arrival.match_id)
 
 
 def _stamp_args(match_id: str, token: str) -> tuple:

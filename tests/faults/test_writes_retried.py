@@ -9,7 +9,13 @@ late. They are idempotent, so they are made again once a connection is free."""
 from __future__ import annotations
 
 import asyncio
+import logging
+import threading
+import time
 import uuid
+
+import redis
+from django.conf import settings
 
 from matches import broadcast, timekeeping
 from realtime import redis_clients
@@ -53,6 +59,34 @@ async def test_a_release_that_found_the_pool_busy_is_made_once_it_is_free(tiny_r
     finally:
         await client.connection_pool.release(held)
     await until(lambda: _released(pending, arrival.token))
+
+
+def test_the_computers_release_that_found_the_pool_busy_is_made_once_it_is_free(
+    tiny_redis_pool, caplog
+):
+    """The computer's command is made on a worker, with no event loop to make its release again
+    later: it tries again itself, for a few seconds."""
+    match_id = str(uuid.uuid4())
+    arrival = timekeeping.stamp_arrival_sync(match_id)
+    pending = timekeeping.ARRIVALS_KEY.format(match_id=match_id)
+    aside = redis.Redis.from_url(settings.REDIS_URL)  # not the busy pool's
+    pool = redis_clients.sync_redis().connection_pool
+    held = pool.get_connection()
+    releasing = threading.Thread(target=timekeeping.release_arrival_sync, args=(arrival,))
+    with caplog.at_level(logging.WARNING, logger="matches.timekeeping"):
+        try:
+            releasing.start()
+            deadline = time.monotonic() + TIMEOUT_S
+            while not any("could not release" in r.getMessage() for r in caplog.records):
+                assert time.monotonic() < deadline, "the release did not find the pool busy"
+                time.sleep(0.01)
+            assert aside.zscore(pending, arrival.token) is not None  # not released yet
+        finally:
+            pool.release(held)
+        releasing.join(TIMEOUT_S)
+    assert not releasing.is_alive()
+    assert aside.zscore(pending, arrival.token) is None
+    assert not any(r.levelno >= logging.ERROR for r in caplog.records)  # not left pending
 
 
 async def _exists(key: str) -> bool:
