@@ -48,6 +48,9 @@ async def receive(*, match_id: str, user, seats: list[int], content: dict, answe
             submitting = asyncio.ensure_future(submit())
         try:
             arrival = await stamp.arrival()
+        except asyncio.CancelledError:  # the socket closed
+            stamp.abandon(submitting)
+            raise
         except RedisError as exc:
             if submitting is not None:
                 await asyncio.gather(submitting, return_exceptions=True)  # nothing is applied
@@ -65,14 +68,19 @@ async def receive(*, match_id: str, user, seats: list[int], content: dict, answe
                     cseq=cseq, arrival_token=stamp.token,
                 )  # fmt: skip
             if outcome is None:
-                outcome = await (submitting or submit())
+                submitting = submitting or asyncio.ensure_future(submit())
+                outcome = await asyncio.shield(submitting)  # a thread is not stopped
             await answer(_ack(outcome, cseq))
         except services.CommandRejected as rejection:
             await answer(_error(rejection, cseq))
         except timekeeping.StampFailed:
             await answer(_error(_UNREADABLE_CLOCK, cseq))
         finally:
-            if outcome is None or not outcome.released:  # else released with the move's writes
+            if submitting is not None and not submitting.done():
+                # The socket closed while a database thread applies the command: it goes on,
+                # and the stamp stays pending until it is done (else a forfeit could slip in).
+                stamp.abandon(submitting)
+            elif outcome is None or not outcome.released:  # else released with its writes
                 await timekeeping.release_arrival(arrival)
 
 

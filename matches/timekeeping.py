@@ -124,39 +124,50 @@ class StampInFlight:
         self.match_id = match_id
         self.token = uuid.uuid4().hex
         self._settled = threading.Event()
+        self._lock = threading.Lock()  # a thread takes the time as the loop abandons it
         self._arrival: Arrival | None = None
-        self._abandoned = False
+        self._abandoned = self._taken = False
         self._stamping = asyncio.ensure_future(stamp_arrival(match_id, self.token))
         self._stamping.add_done_callback(self._settle)
 
     def _settle(self, stamping: asyncio.Future) -> None:
-        if not (self._abandoned or stamping.cancelled() or stamping.exception()):
-            self._arrival = stamping.result()
+        with self._lock:
+            if not (self._abandoned or stamping.cancelled() or stamping.exception()):
+                self._arrival = stamping.result()
         self._settled.set()
 
     async def arrival(self) -> Arrival:
-        """The stamp, or what ``stamp_arrival`` raised. Whoever waits for it being cancelled
-        (its socket closed) abandons the command: it is not applied, and its stamp, which
-        Redis may make all the same, is released once its reply is in (left pending, it would
-        hold back the match's forfeits for ``PENDING_TTL_MS``)."""
-        try:
-            return await asyncio.shield(self._stamping)
-        except asyncio.CancelledError:
-            self._abandoned, self._arrival = True, None
-            self._stamping.add_done_callback(self._release_abandoned)
-            raise
-
-    def _release_abandoned(self, stamping: asyncio.Future) -> None:
-        if not stamping.cancelled():
-            release_later(self.match_id, self.token)
+        """The stamp, or what ``stamp_arrival`` raised (shielded: see ``abandon``)."""
+        return await asyncio.shield(self._stamping)
 
     @property
     def at_ms(self) -> int:
         """The stamp's time, waited for (from a thread other than the loop's); StampFailed if
-        there is none."""
-        if not self._settled.wait(self.WAIT_S) or self._arrival is None:
+        there is none, or if its command was abandoned first."""
+        if not self._settled.wait(self.WAIT_S):
             raise StampFailed
-        return self._arrival.at_ms
+        with self._lock:
+            if self._arrival is None:
+                raise StampFailed
+            self._taken = True
+            return self._arrival.at_ms
+
+    def abandon(self, applying: asyncio.Future | None = None) -> None:
+        """Its command's socket closed while the stamp was in flight: the command is not
+        applied, unless the database thread ``applying`` it has taken its time already, and
+        the stamp, which Redis may make all the same, is released once nothing can apply the
+        command any more (left pending, it would hold back the match's forfeits for
+        ``PENDING_TTL_MS``)."""
+        with self._lock:
+            self._abandoned = True
+            if not self._taken:
+                self._arrival = None
+        (applying or self._stamping).add_done_callback(self._release_abandoned)
+
+    def _release_abandoned(self, last: asyncio.Future) -> None:
+        if not last.cancelled():
+            last.exception()  # its outcome is nobody's now
+        release_later(self.match_id, self.token)
 
 
 def settled_ms(arrival_ms: int | StampInFlight) -> int:
@@ -177,7 +188,8 @@ def release_into(pipe, match_id: str, token: str) -> None:
 
 
 # A command made inside the server (the computer's, on a worker) has no loop to release its
-# arrival later: it is tried again here, for a few seconds, before it is left to expire.
+# arrival later: it is tried again here, 5 s of waits between tries (with Redis down, each try
+# also waits out its own timeouts: 15 s in all), before it is left to expire.
 RELEASE_RETRY = Retry(ExponentialBackoff(cap=2.0, base=0.1), retries=5)
 
 

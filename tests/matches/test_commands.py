@@ -218,6 +218,47 @@ async def test_a_stamp_whose_socket_closed_before_its_reply_is_not_left_pending(
     assert await seq_of(match) == match.seq  # and the command was not applied
 
 
+@postgresql_only
+@pytest.mark.parametrize("database_threads", [2], indirect=True)
+async def test_a_command_whose_time_was_taken_before_its_socket_closed_keeps_its_stamp_until_made(
+    monkeypatch, database_threads
+):
+    """The database thread had read the match and taken the stamp's time when the socket
+    closed: the command is made as any other, and its stamp stays pending until it is, so
+    no forfeit slips in between on the grounds that nothing was sent in time."""
+    match, users, decider, move = await started_match()
+    took, go = threading.Event(), threading.Event()
+    real_settled, real_release = timekeeping.settled_ms, timekeeping.release_later
+
+    def settled(arrival_ms):
+        at_ms = real_settled(arrival_ms)
+        took.set()
+        go.wait(TIMEOUT_S)
+        return at_ms
+
+    releases: list[tuple] = []
+
+    def release_later(*args):
+        releases.append(args)
+        real_release(*args)
+
+    monkeypatch.setattr(timekeeping, "settled_ms", settled)
+    monkeypatch.setattr(timekeeping, "release_later", release_later)
+    received = receiving(match, users[decider], decider, {**move, "cseq": 1}, [])
+    await until(took.is_set)
+    received.cancel()  # the socket closed
+    with pytest.raises(asyncio.CancelledError):
+        await received
+    for _ in range(3):  # a turn of the loop for whatever the cancellation scheduled
+        await asyncio.sleep(0)
+    pending = timekeeping.ARRIVALS_KEY.format(match_id=match.pk)
+    assert releases == [] and sync_redis().zcard(pending) == 1
+    go.set()
+    await until(lambda: len(releases) == 1)  # once the thread is done
+    assert await seq_of(match) == match.seq + 1
+    assert sync_redis().zcard(pending) == 0
+
+
 @pytest.mark.parametrize(
     ("failure", "code", "reported"),
     [
