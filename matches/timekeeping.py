@@ -183,7 +183,8 @@ def stamp_arrival_sync(match_id: str) -> Arrival:
 
 
 def release_into(pipe, match_id: str, token: str) -> None:
-    """The arrival ``token`` is no longer pending, as part of ``pipe``'s round trip."""
+    """The arrival ``token`` is no longer pending, as part of ``pipe``'s round trip (or at
+    once, given a client)."""
     pipe.zrem(ARRIVALS_KEY.format(match_id=match_id), token)
 
 
@@ -199,9 +200,7 @@ def release_arrival_sync(arrival: Arrival) -> None:
 
     try:
         RELEASE_RETRY.call_with_retry(
-            lambda: sync_redis().zrem(
-                ARRIVALS_KEY.format(match_id=arrival.match_id), arrival.token
-            ),
+            lambda: release_into(sync_redis(), arrival.match_id, arrival.token),
             failed,
             with_failure_count=True,
         )

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
 import uuid
 
 import redis
@@ -62,7 +61,7 @@ async def test_a_release_that_found_the_pool_busy_is_made_once_it_is_free(tiny_r
 
 
 def test_the_computers_release_that_found_the_pool_busy_is_made_once_it_is_free(
-    tiny_redis_pool, caplog
+    tiny_redis_pool,
 ):
     """The computer's command is made on a worker, with no event loop to make its release again
     later: it tries again itself, for a few seconds."""
@@ -73,20 +72,37 @@ def test_the_computers_release_that_found_the_pool_busy_is_made_once_it_is_free(
     pool = redis_clients.sync_redis().connection_pool
     held = pool.get_connection()
     releasing = threading.Thread(target=timekeeping.release_arrival_sync, args=(arrival,))
-    with caplog.at_level(logging.WARNING, logger="matches.timekeeping"):
+    failed_once = threading.Event()
+    watcher = _OnRecord(failed_once, "could not release")
+    logger = logging.getLogger("matches.timekeeping")
+    logger.addHandler(watcher)
+    try:
         try:
             releasing.start()
-            deadline = time.monotonic() + TIMEOUT_S
-            while not any("could not release" in r.getMessage() for r in caplog.records):
-                assert time.monotonic() < deadline, "the release did not find the pool busy"
-                time.sleep(0.01)
+            assert failed_once.wait(TIMEOUT_S), "the release did not find the pool busy"
             assert aside.zscore(pending, arrival.token) is not None  # not released yet
         finally:
             pool.release(held)
         releasing.join(TIMEOUT_S)
+    finally:
+        logger.removeHandler(watcher)
     assert not releasing.is_alive()
     assert aside.zscore(pending, arrival.token) is None
-    assert not any(r.levelno >= logging.ERROR for r in caplog.records)  # not left pending
+    assert not watcher.errors  # not left pending
+
+
+class _OnRecord(logging.Handler):
+    """Sets ``seen`` when a record with ``text`` is logged; keeps the errors logged."""
+
+    def __init__(self, seen: threading.Event, text: str):
+        super().__init__(logging.WARNING)
+        self.seen, self.text, self.errors = seen, text, []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.ERROR:
+            self.errors.append(record)
+        if self.text in record.getMessage():
+            self.seen.set()
 
 
 async def _exists(key: str) -> bool:
