@@ -3,8 +3,7 @@
     make bench-live ARGS="--matches 10,500,1000 --seconds 120"
 
 It starts the stack itself, as `make run` does (scripts/devserver.py): a fresh local Redis, N
-web processes (Daphne, one per core by default, ``WEB_NICE`` nicer) behind HAProxy, the
-deadline keeper, a Celery worker and beat, on
+web processes (Daphne, one per core by default) behind HAProxy, a Celery worker and beat, on
 PostgreSQL when DATABASE_URL is set (in a fresh database beside the one it names; else a fresh
 SQLite file). For each size M it creates M matches and plays them with bot clients
 (clients/match_client.py) in separate processes: each decision 2-4 s after the player's turn
@@ -698,13 +697,10 @@ def main(argv=None) -> int:
         finally:
             stack.stop()
     database = "postgresql" if "postgres" in (os.environ.get("DATABASE_URL") or "") else "sqlite"
-    from scripts.devserver import web_niceness
-
     result = {
         "label": args.label,
         "database": database,
         "web_processes": args.web,
-        "web_nice": web_niceness(),
         "channel_layer": args.layer,
         "channel_layer_shards": args.shards if args.layer == "pubsub" else 1,
         "cores": os.cpu_count(),

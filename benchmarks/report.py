@@ -124,7 +124,6 @@ def _describe(runs_set: dict) -> str:
         f"{runs_set['database']}, {runs_set['web_processes']} web processes, "
         f"{runs_set['channel_layer']} layer"
         + (f", {shards} shards" if (shards := runs_set.get("channel_layer_shards", 1)) > 1 else "")
-        + (f", web processes {nice} nicer" if (nice := runs_set.get("web_nice", 0)) else "")
     )
 
 

@@ -48,7 +48,6 @@ STARTUP_TIMEOUT_S = 60  # then say that Daphne is still not listening (and keep 
 POLL_INTERVAL_S = 0.2
 # A child that exits waits 1 s, 2 s, 4 s ... up to 30 s before its restart; a minute up resets it.
 RESTART = Backoff(initial_s=1, factor=2, cap_s=30, reset_after_s=60)
-WEB_NICE = 5  # the web processes' niceness above the other processes' (WEB_NICE overrides)
 
 
 def log(message: str) -> None:
@@ -133,21 +132,13 @@ def web_process_count() -> int:
     return wanted
 
 
-def web_niceness() -> int:
-    """WEB_NICE, or 5: how much the web processes yield the CPU to the processes they wait on
-    (PostgreSQL, Redis, HAProxy on this machine) and to the deadline keeper. A web process
-    that keeps a core while the database waits for one only makes its own replies later; see
-    docs/benchmarks.md (tenth session) for what it changed at 1,000 matches."""
-    return int(os.environ.get("WEB_NICE") or WEB_NICE)
-
-
 def start_web(supervisor: Supervisor, env: dict[str, str], args, run_dir: Path) -> None:
     """One Daphne on the port, or N on internal ports behind HAProxy on it."""
-    count, nice = web_process_count(), web_niceness()
+    count = web_process_count()
     if count == 1:
         supervisor.start(
             "daphne", daphne_command(args.host, args.port, PYTHON), env=env, cwd=ROOT,
-            restart=RESTART, nice=nice,
+            restart=RESTART,
         )  # fmt: skip
         return
     backends = [Backend(f"daphne-{n}", "127.0.0.1", free_port()) for n in range(1, count + 1)]
@@ -155,7 +146,7 @@ def start_web(supervisor: Supervisor, env: dict[str, str], args, run_dir: Path) 
     web_env = {**env, "SIGNIN_TRUSTED_PROXIES": "1"}
     for backend in backends:
         command = daphne_command(backend.host, backend.port, PYTHON, behind_proxy=True)
-        supervisor.start(backend.name, command, env=web_env, cwd=ROOT, restart=RESTART, nice=nice)
+        supervisor.start(backend.name, command, env=web_env, cwd=ROOT, restart=RESTART)
     stats = start_haproxy(supervisor, run_dir, args.host, args.port, backends, restart=RESTART)
     log(f"{count} web processes behind HAProxy (its stats: {stats})")
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-import functools
 import os
 import signal
 import socket
@@ -103,11 +102,8 @@ def wait_until(
         time.sleep(interval)
 
 
-def _prepare_child(nice: int) -> None:
-    """In the child, before exec: yield the CPU by ``nice`` more than the orchestrator, and get
-    SIGTERM if the orchestrator itself dies (Linux only)."""
-    if nice:
-        os.nice(nice)
+def _die_with_parent() -> None:
+    """In the child, before exec: get SIGTERM if the orchestrator itself dies (Linux only)."""
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -177,7 +173,6 @@ class _Child:
     cwd: str | Path | None
     stdout: IO | Path | None
     backoff: Backoff | None
-    nice: int = 0
     started_at: float = 0.0
     output_offset: int = 0  # where this run's output starts in a log file (for exit messages)
     restart_at: float | None = None  # when an exited child is due to start again
@@ -210,12 +205,10 @@ class Supervisor:
         cwd: str | Path | None = None,
         stdout: IO | Path | None = None,
         restart: Backoff | None = None,
-        nice: int = 0,
     ) -> subprocess.Popen:
         """Start `name`. `stdout` is an open file (the child gets its own copy) or a path (opened
         for appending at every start); None shares ours. With `restart`, `poll()` restarts it
-        (its output then goes to a path or to ours: an open file would be closed by then).
-        With `nice`, it runs (and runs again) that much nicer than we do."""
+        (its output then goes to a path or to ours: an open file would be closed by then)."""
         if restart is not None and stdout is not None and not isinstance(stdout, str | Path):
             raise ValueError(f"{name}: a child that restarts logs to a path or to our output")
         spec = _Child(
@@ -224,7 +217,6 @@ class Supervisor:
             cwd=cwd,
             stdout=Path(stdout) if isinstance(stdout, str) else stdout,
             backoff=dataclasses.replace(restart) if restart is not None else None,
-            nice=nice,
         )
         self._specs[name] = spec
         return self._spawn(name, spec)
@@ -242,7 +234,7 @@ class Supervisor:
                 stdout=output,
                 stderr=subprocess.STDOUT if output is not None else None,
                 start_new_session=True,
-                preexec_fn=functools.partial(_prepare_child, spec.nice),
+                preexec_fn=_die_with_parent,
             )
         finally:
             if isinstance(spec.stdout, Path):
