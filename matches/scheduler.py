@@ -2,15 +2,17 @@
 
 The deadline keeper (``manage.py keep_deadlines``), a process that does nothing else, fires
 each deadline the moment it falls due: its loop is never busy with sockets, so nothing delays
-it. Every web process fires them too: it polls the deadline set in Redis every ``POLL_S``, or
+it. A running clock's forfeit, which it makes ahead, it fires by a timer of its own at the
+deadline, claimed and judged in one round trip (``_fire_at_deadline``), not at the poll after.
+Every web process fires them too: it polls the deadline set in Redis every ``POLL_S``, or
 at the next deadline when that comes sooner, and while a keeper is alive it leaves each
 deadline to it for ``WEB_DEADLINE_GRACE_MS`` first. Celery beat's sweeper does the same every
 second, as the backstop when no other process is up. A poll claims what it takes (its entries
 move ``CLAIM_MS`` ahead), so the processes, all woken at the same deadline, do not all fire it;
 a claimer that dies leaves its claims to the others once ``CLAIM_MS`` has passed.
 Firing goes through ``services.match_expire`` (or, for the keeper's forfeits made ahead,
-``services.forfeit_made_ahead``), which is idempotent: two processes firing one deadline change
-the match once. A forfeit is told first and concluded
+``services.forfeit_made_ahead`` and ``write_forfeit_ahead``), which is idempotent: two
+processes firing one deadline change the match once. A forfeit is told first and concluded
 after (``services.match_conclude``). Each web process also beats for the web tier
 (matches/webbeats.py) from a loop of its own, so a backlog of deadlines (which waits for the
 database) never looks like an outage, and reads what answers its pings and says which matches
@@ -21,7 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import weakref
+from collections.abc import Coroutine
 from functools import partial
 from typing import NamedTuple
 
@@ -72,6 +76,24 @@ if tonumber(ARGV[6]) > 0 then
   soon = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, now + tonumber(ARGV[6]), 'WITHSCORES')
 end
 return {now, due, next[2] and tostring(tonumber(next[2]) + grace) or false, soon}
+"""
+
+
+# The keeper's claim of one deadline at its instant, if still where its forfeit was made ahead
+# for: 'moved' (taken by a poll, or moved by a move), 'early' (the authority's time is not
+# there yet: nothing claimed), or 'claimed'; with the authority's time.
+_CLAIM_AT_DEADLINE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not score or tonumber(score) ~= tonumber(ARGV[2]) then
+  return {now, 'moved'}
+end
+if now < tonumber(ARGV[2]) then
+  return {now, 'early'}
+end
+redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[3]), ARGV[1])
+return {now, 'claimed'}
 """
 
 
@@ -218,9 +240,14 @@ class _Fires:
     """The deadlines this process is firing, each in a task of its own: a poll does not wait
     for them, since a fire waits for the database, and every deadline due after it would wait
     too (at 1,000 matches, the forfeits that fell due while another was being made were the
-    latest ones)."""
+    latest ones). The keeper also sets a timer at the deadline of each forfeit it made ahead."""
 
     def __init__(self) -> None:
+        self.authority_ahead_ms = 0.0  # the authority's clock less this machine's, as last seen
+        self.timers: dict[str, asyncio.TimerHandle] = {}  # the keeper's, by match
+        # By match, a timer's claim on its way to Redis: None, or the authority's time at which
+        # a poll of this process took that deadline meanwhile (the claim will find it moved).
+        self.claiming: dict[str, int | None] = {}
         self.tasks: dict[str, asyncio.Task] = {}
         self.started_at: dict[str, float] = {}  # by match, the loop's time
         self.failing = False
@@ -230,12 +257,52 @@ class _Fires:
         self.preparing_fails = False
 
     def start(self, match_id: str, now_ms: int) -> None:
-        if match_id in self.tasks:
+        """Fire a deadline that a poll took (claimed) at the authority's ``now_ms``."""
+        if match_id in self.claiming:  # this poll's claim came first: the timer's fires it
+            self.claiming[match_id] = now_ms
+            return
+        if (task := self.tasks.get(match_id)) is not None and not task.done():
             return  # still being fired here (its claim lapsed): the fire under way will do
-        task = asyncio.ensure_future(_fire(match_id, now_ms, self.ahead.pop(match_id, None)))
+        self._disarm(match_id)
+        self._track(match_id, _fire(match_id, now_ms, self.ahead.pop(match_id, None)))
+
+    def _track(self, match_id: str, firing: Coroutine) -> None:
+        task = asyncio.ensure_future(firing)
         self.tasks[match_id] = task
         self.started_at[match_id] = asyncio.get_running_loop().time()
         task.add_done_callback(partial(self._done, match_id))
+
+    def saw_authority(self, authority_ms: int, asked_at_ms: float, answered_at_ms: float) -> None:
+        """The authority's time (whole milliseconds), read by a round trip between
+        ``asked_at_ms`` and ``answered_at_ms`` by this machine's clock: the timers of the
+        forfeits made ahead are set by it. Off by half the round trip at most; a timer that
+        wakes early finds it so when it claims, and waits again."""
+        self.authority_ahead_ms = authority_ms + 0.5 - (asked_at_ms + answered_at_ms) / 2
+
+    def authority_now_ms(self) -> float:
+        """The authority's time now, as this machine's clock reckons it."""
+        return time.time() * 1000 + self.authority_ahead_ms
+
+    def arm(self, match_id: str, ahead: services.ForfeitAhead, authority_now_ms: float) -> None:
+        """Fire ``ahead`` when its deadline comes by this loop's timer, rather than at the
+        poll after it (which comes a little later, and asks Redis once more)."""
+        self._disarm(match_id)
+        in_s = max(0.0, (ahead.deadline_ms - authority_now_ms) / 1000 + TIMER_MARGIN_S)
+        loop = asyncio.get_running_loop()
+        self.timers[match_id] = loop.call_later(in_s, self._at_deadline, match_id, ahead)
+
+    def _disarm(self, match_id: str) -> None:
+        if (timer := self.timers.pop(match_id, None)) is not None:
+            timer.cancel()
+
+    def _at_deadline(self, match_id: str, ahead: services.ForfeitAhead) -> None:
+        self.timers.pop(match_id, None)
+        if self.ahead.get(match_id) is not ahead or match_id in self.claiming:
+            return  # moved or fired since
+        if self.standing_aside(asyncio.get_running_loop().time()):
+            return  # the web processes fire it: see standing_aside
+        self.claiming[match_id] = None
+        self._track(match_id, _fire_at_deadline(match_id, ahead, self))
 
     def standing_aside(self, now: float) -> bool:
         """Should the keeper leave the deadlines to the web processes for now: has one of its
@@ -252,9 +319,9 @@ class _Fires:
         those whose deadline passed or moved."""
         for match_id, ahead in list(self.ahead.items()):
             if ahead is not None and soon.get(match_id, ahead.deadline_ms) != ahead.deadline_ms:
-                del self.ahead[match_id]  # a move re-armed it
+                self._forget_ahead(match_id)  # a move re-armed it
             elif match_id not in soon and match_id not in self.tasks:
-                del self.ahead[match_id]  # fired, or moved past the lookahead
+                self._forget_ahead(match_id)  # fired, or moved past the lookahead
         for match_id, deadline_ms in soon.items():
             if match_id in self.ahead or match_id in self.tasks:
                 continue  # made, or being fired (its claim lapsing)
@@ -275,9 +342,16 @@ class _Fires:
             self.preparing_fails, made = True, None
         if match_id in self.ahead:  # not fired meanwhile
             self.ahead[match_id] = made
+            if made is not None:
+                self.arm(match_id, made, self.authority_now_ms())
+
+    def _forget_ahead(self, match_id: str) -> None:
+        del self.ahead[match_id]
+        self._disarm(match_id)
 
     def _done(self, match_id: str, task: asyncio.Task) -> None:
-        del self.tasks[match_id], self.started_at[match_id]
+        if self.tasks.get(match_id) is task:  # not since replaced by a later fire of it
+            del self.tasks[match_id], self.started_at[match_id]
         if task.cancelled():
             return
         if (failure := task.exception()) is None:
@@ -291,19 +365,59 @@ class _Fires:
             log.error("cannot fire deadlines now (match %s)", match_id, exc_info=failure)
 
     def cancel(self) -> None:
+        for timer in self.timers.values():
+            timer.cancel()
         for task in [*self.tasks.values(), *self.preparing]:
             task.cancel()
 
 
-async def _fire(match_id: str, now_ms: int, ahead: services.ForfeitAhead | None = None) -> None:
-    """Act on the match's deadline: the forfeit made ahead if it stands, else on a database
-    thread; its broadcasts go as soon as it is done, and a forfeit is concluded after them."""
+async def _fire(
+    match_id: str,
+    now_ms: int,
+    ahead: services.ForfeitAhead | None = None,
+    *,
+    judged: str | None = None,
+) -> None:
+    """Act on the match's deadline: the forfeit made ahead if it stands (``judged``: what
+    Redis's replies already made of it), else on a database thread; its broadcasts go as soon
+    as it is done, and a forfeit is concluded after them."""
     async with broadcast.held():
-        outcome = None if ahead is None else await services.forfeit_made_ahead(ahead, now_ms)
+        if ahead is None:
+            outcome = None
+        elif judged is None:
+            outcome = await services.forfeit_made_ahead(ahead, now_ms)
+        else:
+            outcome = await services.write_forfeit_ahead(ahead, judged)
         if outcome is None:
             outcome = await in_database_threads(fire)(match_id, now_ms, conclude=False)
     if outcome in services.FORFEITS:  # told: now its record and ratings
         await in_database_threads(services.match_conclude)(match_id=match_id)
+
+
+async def _fire_at_deadline(match_id: str, ahead: services.ForfeitAhead, fires: _Fires) -> None:
+    """The keeper's fire of a forfeit made ahead, by its timer: the deadline claimed and what
+    the forfeit asks Redis in one round trip, asked after the claim, so at the authority's
+    deadline or later. Woken before it, nothing is claimed and the timer is set again. Taken
+    meanwhile by a poll of this process, it is fired as that poll would; moved, or taken by
+    another process, it is left to the polls."""
+    asked_ms = max(ahead.deadline_ms, int(fires.authority_now_ms()))
+    pipe = async_redis().pipeline(transaction=False)
+    pipe.eval(_CLAIM_AT_DEADLINE, 1, deadlines.DEADLINES_KEY, match_id, ahead.deadline_ms, CLAIM_MS)
+    judge = services.query_forfeit_ahead(pipe, ahead, asked_ms)
+    try:
+        (now_ms, claim), *replies = await pipe.execute()
+    finally:
+        taken_by_poll_ms = fires.claiming.pop(match_id, None)
+    now_ms, claim = int(now_ms), claim.decode() if isinstance(claim, bytes) else claim
+    if claim == "claimed":
+        fires.ahead.pop(match_id, None)
+        # Judged as of the second it was asked for (the web tier's beats go by the second).
+        judged = judge(replies) if now_ms // 1000 == asked_ms // 1000 else None
+        await _fire(match_id, now_ms, ahead, judged=judged)
+    elif taken_by_poll_ms is not None:
+        await _fire(match_id, taken_by_poll_ms, fires.ahead.pop(match_id, None))
+    elif claim == "early":
+        fires.arm(match_id, ahead, now_ms)
 
 
 def _deadline_poller(fires: _Fires, *, keeper: bool = False):
@@ -319,7 +433,10 @@ def _deadline_poller(fires: _Fires, *, keeper: bool = False):
         if loop.time() - checked_at[0] >= REBUILD_CHECK_S:
             checked_at[0] = loop.time()
             await rebuild_if_lost()
+        asked_at_ms = time.time() * 1000
         taken = await take_due(keeper=keeper)
+        if keeper:
+            fires.saw_authority(taken.now_ms, asked_at_ms, time.time() * 1000)
         wake_at = loop.time() + wait_before_next_poll_s(taken.now_ms, taken.next_ms)
         for match_id in taken.due:
             fires.start(match_id, taken.now_ms)

@@ -647,8 +647,19 @@ async def forfeit_made_ahead(ahead: ForfeitAhead, now_ms: int) -> str | None:
     if now_ms < ahead.deadline_ms:
         return None
     pipe = async_redis().pipeline(transaction=False)
-    judge = _query_forfeit(pipe, ahead.match, ahead.state, ahead.deadline_ms, now_ms)
-    kind = judge(await pipe.execute())
+    judge = query_forfeit_ahead(pipe, ahead, now_ms)
+    return await write_forfeit_ahead(ahead, judge(await pipe.execute()))
+
+
+def query_forfeit_ahead(pipe, ahead: ForfeitAhead, now_ms: int):
+    """Queue into ``pipe`` what ``ahead``'s forfeit asks Redis, as of ``now_ms`` (its deadline
+    or later); returns how to tell from the replies what it comes to."""
+    return _query_forfeit(pipe, ahead.match, ahead.state, ahead.deadline_ms, now_ms)
+
+
+async def write_forfeit_ahead(ahead: ForfeitAhead, kind: str) -> str | None:
+    """Write ``ahead``'s forfeit and tell it, if ``kind`` (what Redis's replies made of it) is
+    a forfeit: ``forfeit_made_ahead`` from its judgment on."""
     if kind not in FORFEITS or (lease := lease_loop_connection()) is None:
         return None
     ending = ahead.endings[kind]

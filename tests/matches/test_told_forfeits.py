@@ -333,16 +333,22 @@ def test_nothing_is_made_ahead_but_a_running_clock_at_that_very_deadline(table, 
     assert the_row(table.match).status == "live"  # nothing written
 
 
-@on_postgresql
-@pytest.mark.usefixtures("own_deadline_set")
-async def test_the_keeper_makes_a_forfeit_ahead_and_fires_it_without_a_database_thread(
-    make_user, sent, monkeypatch
-):
+@pytest.fixture
+def keeper_of_its_own(monkeypatch):
+    """The test's keeper marks itself alive beside the test's own deadline set (autouse)."""
     monkeypatch.setattr(deadlines, "KEEPER_KEY", f"{deadlines.DEADLINES_KEY}:keeper")
-    fired_the_usual_way = []
-    monkeypatch.setattr(scheduler, "fire", lambda *args, **kw: fired_the_usual_way.append(args))
-    match, deadline = await database_sync_to_async(running_out_soon)(make_user)
-    keeper = asyncio.ensure_future(scheduler.keep_deadlines())
+
+
+@pytest.fixture
+def fired_the_usual_way(monkeypatch) -> list:
+    """Deadlines fired on a database thread (``scheduler.fire``) are kept here, not fired."""
+    fired = []
+    monkeypatch.setattr(scheduler, "fire", lambda *args, **kw: fired.append(args))
+    return fired
+
+
+async def concluded_by(keeper: asyncio.Task, match: Match) -> Match:
+    """The match's row once its forfeit is concluded, the keeper then stopped."""
 
     def concluded():
         row = the_row(match)
@@ -354,11 +360,92 @@ async def test_the_keeper_makes_a_forfeit_ahead_and_fires_it_without_a_database_
         keeper.cancel()
         await asyncio.gather(keeper, return_exceptions=True)
         await database.close_loop_connections()
+    return await database_sync_to_async(the_row)(match)
+
+
+@on_postgresql
+@pytest.mark.usefixtures("own_deadline_set", "keeper_of_its_own")
+async def test_the_keeper_makes_a_forfeit_ahead_and_fires_it_without_a_database_thread(
+    make_user, sent, fired_the_usual_way
+):
+    match, deadline = await database_sync_to_async(running_out_soon)(make_user)
+    row = await concluded_by(asyncio.ensure_future(scheduler.keep_deadlines()), match)
     assert fired_the_usual_way == []
-    row = await database_sync_to_async(the_row)(match)
     forfeit = row.header["rounds"][-1]["events"][-1]
     assert (forfeit["type"], forfeit["at_ms"]) == ("abandon", deadline)
     assert row.rating_after0 is not None
+
+
+def keeper_whose_polls_stop_once_it_made_ahead(match: Match, monkeypatch) -> asyncio.Task:
+    """A keeper whose poll, from the one after it saw ``match``'s deadline coming (and so made
+    its forfeit ahead), never comes back: a round trip held up, say. Only its timer can fire."""
+    really_take_due = scheduler.take_due
+    seen_coming = False
+
+    async def take_due_until_seen_coming(*args, **kwargs):
+        nonlocal seen_coming
+        if seen_coming:
+            await asyncio.Event().wait()
+        taken = await really_take_due(*args, **kwargs)
+        seen_coming = str(match.pk) in taken.soon
+        return taken
+
+    monkeypatch.setattr(scheduler, "take_due", take_due_until_seen_coming)
+    return asyncio.ensure_future(scheduler.keep_deadlines())
+
+
+@on_postgresql
+@pytest.mark.usefixtures("own_deadline_set", "keeper_of_its_own")
+async def test_the_keeper_fires_a_forfeit_made_ahead_at_its_deadline_by_its_timer(
+    make_user, sent, fired_the_usual_way, monkeypatch
+):
+    match, deadline = await database_sync_to_async(running_out_soon)(make_user)
+    keeper = keeper_whose_polls_stop_once_it_made_ahead(match, monkeypatch)
+    row = await concluded_by(keeper, match)
+    assert fired_the_usual_way == []
+    forfeit = row.header["rounds"][-1]["events"][-1]
+    assert (forfeit["type"], forfeit["at_ms"]) == ("abandon", deadline)
+    assert row.finished_at.timestamp() * 1000 >= deadline
+
+
+@on_postgresql
+@pytest.mark.usefixtures("own_deadline_set", "keeper_of_its_own")
+async def test_a_keeper_timer_that_wakes_before_the_authoritys_deadline_claims_nothing_then(
+    make_user, sent, fired_the_usual_way, monkeypatch
+):
+    """The authority's clock 150 ms ahead of this machine's, as the keeper reckons: its timer
+    wakes 150 ms early. The claim, made by the authority's time, finds it early and waits."""
+    monkeypatch.setattr(
+        scheduler._Fires, "saw_authority",
+        lambda fires, *read: setattr(fires, "authority_ahead_ms", 150),
+    )  # fmt: skip
+    match, deadline = await database_sync_to_async(running_out_soon)(make_user)
+    keeper = keeper_whose_polls_stop_once_it_made_ahead(match, monkeypatch)
+    row = await concluded_by(keeper, match)
+    assert row.finished_at.timestamp() * 1000 >= deadline, "never before the deadline"
+    assert fired_the_usual_way == []
+    forfeit = row.header["rounds"][-1]["events"][-1]
+    assert (forfeit["type"], forfeit["at_ms"]) == ("abandon", deadline)
+
+
+def test_the_claim_at_a_deadline_takes_it_only_where_and_when_it_was_made_ahead_for():
+    key, now = deadlines.DEADLINES_KEY, timekeeping.now_ms()  # the test's own set (autouse)
+    redis = sync_redis()
+
+    def claim(match_id: str, deadline_ms: int) -> str:
+        _, outcome = redis.eval(scheduler._CLAIM_AT_DEADLINE, 1, key, match_id, deadline_ms, 250)
+        return outcome.decode() if isinstance(outcome, bytes) else outcome
+
+    redis.zadd(key, {"due": now - 5, "coming": now + 60_000, "moved": now - 5})
+    assert claim("coming", now + 60_000) == "early"
+    assert redis.zscore(key, "coming") == now + 60_000, "nothing claimed"
+    assert claim("moved", now - 6) == "moved"
+    assert redis.zscore(key, "moved") == now - 5
+    assert claim("gone", now - 5) == "moved"
+    assert redis.zscore(key, "gone") is None, "nothing added"
+    assert claim("due", now - 5) == "claimed"
+    assert redis.zscore(key, "due") >= now + 250, "claimed for CLAIM_MS"
+    assert claim("due", now - 5) == "moved", "claimed once"
 
 
 def running_out_soon(make_user) -> tuple[Match, int]:
@@ -390,3 +477,34 @@ def test_a_record_whose_forfeit_is_concluded_between_its_two_reads_is_whole(tabl
     record = json.loads(json.dumps(match_record(read_before)))
     assert engine.audit(record)[1] == []
     assert record["rounds"][0]["events"][0]["type"] == "contribute"
+
+
+@on_postgresql
+@pytest.mark.usefixtures("own_deadline_set", "keeper_of_its_own")
+async def test_a_deadline_a_poll_takes_while_the_timers_claim_is_on_its_way_is_fired_once(
+    make_user, sent, fired_the_usual_way
+):
+    """The keeper's poll and its timer meet at a deadline: the poll's claim reaches Redis
+    first, and the timer's finds the deadline moved. The poll left it to the timer's fire,
+    which then fires it as the poll would have."""
+    match, deadline = await database_sync_to_async(running_out_soon)(make_user)
+    ahead = await database_sync_to_async(services.forfeit_ahead)(str(match.pk), deadline)
+    await asyncio.sleep(
+        max(0, deadline - await database_sync_to_async(timekeeping.now_ms)()) / 1000
+    )
+    fires = scheduler._Fires()
+    fires.ahead[str(match.pk)] = ahead
+    try:
+        taken = await scheduler.take_due(keeper=True)
+        assert taken.due == [str(match.pk)]
+        fires._at_deadline(str(match.pk), ahead)  # its claim is on its way
+        fires.start(str(match.pk), taken.now_ms)  # the poll's
+        await asyncio.gather(*fires.tasks.values())
+    finally:
+        fires.cancel()
+        await database.close_loop_connections()
+    row = await database_sync_to_async(the_row)(match)
+    assert (row.status, row.reason) == ("finished", "abandon")
+    assert fired_the_usual_way == []
+    told = [e["type"] for _, message in sent for e in json.loads(message["text"])["events"]]
+    assert "abandon" in told
