@@ -53,12 +53,17 @@ LOOKAHEAD_MS = 60  # how far ahead the keeper makes forfeits: each is seen by tw
 WEB_DOWN_RETRY_MS = 1_000  # nobody can act while the web tier is down: asked again a second later
 PENDING_RETRY_MIN_MS = 5  # a command stamped in time is applied in a few ms, as a rule
 PREPARING = 2  # forfeits made ahead at once, at most: the deadlines due go first
+# Lua: ``now``, the authority's time in whole milliseconds, as every script here reads it.
+_AUTHORITY_NOW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+"""
 # The authority's time, the deadlines due by it (claimed), the next one, and those due within
 # ARGV[6] ms, in one round trip. A keeper marks itself alive; while one is, a web process takes
 # only deadlines ARGV[3] ms overdue (the keeper's, left undone), and its next comes that later.
-_TAKE_DUE = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+_TAKE_DUE = (
+    _AUTHORITY_NOW
+    + """
 local grace = 0
 if ARGV[4] == '1' then
   redis.call('SET', KEYS[2], '1', 'PX', ARGV[5])
@@ -77,14 +82,15 @@ if tonumber(ARGV[6]) > 0 then
 end
 return {now, due, next[2] and tostring(tonumber(next[2]) + grace) or false, soon}
 """
+)
 
 
 # The keeper's claim of one deadline at its instant, if still where its forfeit was made ahead
 # for: 'moved' (taken by a poll, or moved by a move), 'early' (the authority's time is not
 # there yet: nothing claimed), or 'claimed'; with the authority's time.
-_CLAIM_AT_DEADLINE = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+_CLAIM_AT_DEADLINE = (
+    _AUTHORITY_NOW
+    + """
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score or tonumber(score) ~= tonumber(ARGV[2]) then
   return {now, 'moved'}
@@ -95,6 +101,7 @@ end
 redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[3]), ARGV[1])
 return {now, 'claimed'}
 """
+)
 
 
 class Taken(NamedTuple):
