@@ -204,7 +204,10 @@ def play_by_service_until(
         match, state = current(match_id)
         if done(state):
             return match, state
-        assert state.result is None, "the match ended before the situation the test needs"
+        assert state.result is None, (
+            f"the match ended before the situation the test needs: {state.result} in round "
+            f"{state.round_no}; last events {match.record['rounds'][-1]['events'][-3:]}"
+        )
         if state.phase == engine.DEALING:
             deal_by_service(match, state, browser_seats)
         elif state.phase == "ready":
