@@ -8,11 +8,13 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+from collections import Counter
 
 import pytest
 from channels.db import database_sync_to_async
 from django.db import connection
 from django.test import Client
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 import engine
 from accounts.models import RatingChange
@@ -376,16 +378,19 @@ async def test_the_keeper_makes_a_forfeit_ahead_and_fires_it_without_a_database_
     assert row.rating_after0 is not None
 
 
-def keeper_whose_polls_stop_once_it_made_ahead(match: Match, monkeypatch) -> asyncio.Task:
+def keeper_whose_polls_stop_once_it_made_ahead(
+    match: Match, monkeypatch, resumed: asyncio.Event | None = None
+) -> asyncio.Task:
     """A keeper whose poll, from the one after it saw ``match``'s deadline coming (and so made
-    its forfeit ahead), never comes back: a round trip held up, say. Only its timer can fire."""
+    its forfeit ahead), does not come back (a round trip held up, say) until ``resumed`` is
+    set, if ever. Only its timer can fire meanwhile."""
     really_take_due = scheduler.take_due
     seen_coming = False
 
     async def take_due_until_seen_coming(*args, **kwargs):
         nonlocal seen_coming
         if seen_coming:
-            await asyncio.Event().wait()
+            await (resumed or asyncio.Event()).wait()
         taken = await really_take_due(*args, **kwargs)
         seen_coming = str(match.pk) in taken.soon
         return taken
@@ -508,3 +513,80 @@ async def test_a_deadline_a_poll_takes_while_the_timers_claim_is_on_its_way_is_f
     assert fired_the_usual_way == []
     told = [e["type"] for _, message in sent for e in json.loads(message["text"])["events"]]
     assert "abandon" in told
+
+
+def claims_at_deadline_fail_once(
+    monkeypatch, failed: asyncio.Event, *, after_redis_ran_it: bool
+) -> list[int]:
+    """The first round trip of a timer's claim fails with Redis's connection lost: before
+    Redis ran it (nothing claimed), or after (claimed, the reply lost); ``failed`` is set
+    then. Returns the match's score in the deadline set as the failure left it."""
+    really_async_redis = scheduler.async_redis
+    scores: list[int] = []
+
+    class PipelineFailingOnce:
+        def __init__(self, pipe):
+            self.pipe, self.claim = pipe, None
+
+        def eval(self, script, numkeys, *args):
+            if script == scheduler._CLAIM_AT_DEADLINE:
+                self.claim = args[1]  # the match
+            return self.pipe.eval(script, numkeys, *args)
+
+        def __getattr__(self, name):
+            return getattr(self.pipe, name)
+
+        async def execute(self):
+            if self.claim is None or scores:
+                return await self.pipe.execute()
+            if after_redis_ran_it:
+                await self.pipe.execute()
+            else:
+                await self.pipe.reset()
+            scores.append(await really_async_redis().zscore(deadlines.DEADLINES_KEY, self.claim))
+            failed.set()
+            raise RedisConnectionError("Connection closed by server.")
+
+    class FailingClaimsClient:
+        def __init__(self):
+            self.client = really_async_redis()
+
+        def pipeline(self, *args, **kwargs):
+            return PipelineFailingOnce(self.client.pipeline(*args, **kwargs))
+
+        def __getattr__(self, name):
+            return getattr(self.client, name)
+
+    monkeypatch.setattr(scheduler, "async_redis", FailingClaimsClient)
+    return scores
+
+
+@on_postgresql
+@pytest.mark.parametrize("after_redis_ran_it", [False, True], ids=["not-claimed", "reply-lost"])
+@pytest.mark.usefixtures("own_deadline_set", "keeper_of_its_own")
+async def test_a_timers_claim_that_redis_fails_is_fired_once_later_and_never_early(
+    make_user, sent, monkeypatch, caplog, after_redis_ran_it
+):
+    """Redis drops the connection under the keeper's claim at the deadline. The keeper stands
+    aside for a moment (the web processes would fire it now), then fires it itself once the
+    claim, if it was made, lapses: one forfeit, at the deadline, told once."""
+    failed = asyncio.Event()
+    scores = claims_at_deadline_fail_once(
+        monkeypatch, failed, after_redis_ran_it=after_redis_ran_it
+    )
+    match, deadline = await database_sync_to_async(running_out_soon)(make_user)
+    keeper = keeper_whose_polls_stop_once_it_made_ahead(match, monkeypatch, resumed=failed)
+    row = await concluded_by(keeper, match)
+    assert len(scores) == 1, "the timer's claim was tried, and failed"
+    assert (scores[0] != deadline) == after_redis_ran_it, "claimed only where Redis ran it"
+    assert "cannot fire deadlines now" in caplog.text
+    assert row.finished_at.timestamp() * 1000 >= deadline, "never before the deadline"
+    forfeit = row.header["rounds"][-1]["events"][-1]
+    assert (forfeit["type"], forfeit["at_ms"]) == ("abandon", deadline)
+    told = Counter(
+        group
+        for group, message in sent
+        for e in json.loads(message["text"])["events"]
+        if e["type"] == "abandon"
+    )
+    assert set(told.values()) == {1}, "told once to each audience"
