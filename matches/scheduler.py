@@ -3,7 +3,8 @@
 The deadline keeper (``manage.py keep_deadlines``), a process that does nothing else, fires
 each deadline the moment it falls due: its loop is never busy with sockets, so nothing delays
 it. A running clock's forfeit, which it makes ahead, it fires by a timer of its own at the
-deadline, claimed and judged in one round trip (``_fire_at_deadline``), not at the poll after.
+deadline, claimed and judged in one round trip (``_fire_at_deadline``); its poll does not wake
+for that deadline too.
 Every web process fires them too: it polls the deadline set in Redis every ``POLL_S``, or
 at the next deadline when that comes sooner, and while a keeper is alive it leaves each
 deadline to it for ``WEB_DEADLINE_GRACE_MS`` first. Celery beat's sweeper does the same every
@@ -298,6 +299,19 @@ class _Fires:
         loop = asyncio.get_running_loop()
         self.timers[match_id] = loop.call_later(in_s, self._at_deadline, match_id, ahead)
 
+    def next_to_poll_for(self, taken: Taken) -> int | None:
+        """The keeper's: the next deadline its poll must wake for, of those due soon: one that
+        no timer of its own fires (a poll at that one would only race the timer's claim). None:
+        none before the usual poll."""
+        return min(
+            (ms for match_id, ms in taken.soon.items() if not self._armed_at(match_id, ms)),
+            default=None,
+        )
+
+    def _armed_at(self, match_id: str, deadline_ms: int) -> bool:
+        ahead = self.ahead.get(match_id)
+        return match_id in self.timers and ahead is not None and ahead.deadline_ms == deadline_ms
+
     def _disarm(self, match_id: str) -> None:
         if (timer := self.timers.pop(match_id, None)) is not None:
             timer.cancel()
@@ -444,7 +458,8 @@ def _deadline_poller(fires: _Fires, *, keeper: bool = False):
         taken = await take_due(keeper=keeper)
         if keeper:
             fires.saw_authority(taken.now_ms, asked_at_ms, time.time() * 1000)
-        wake_at = loop.time() + wait_before_next_poll_s(taken.now_ms, taken.next_ms)
+        next_ms = fires.next_to_poll_for(taken) if keeper else taken.next_ms
+        wake_at = loop.time() + wait_before_next_poll_s(taken.now_ms, next_ms)
         for match_id in taken.due:
             fires.start(match_id, taken.now_ms)
         if keeper:

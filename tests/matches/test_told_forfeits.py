@@ -9,6 +9,7 @@ import asyncio
 import json
 import random
 from collections import Counter
+from types import SimpleNamespace
 
 import pytest
 from channels.db import database_sync_to_async
@@ -590,3 +591,23 @@ async def test_a_timers_claim_that_redis_fails_is_fired_once_later_and_never_ear
         if e["type"] == "abandon"
     )
     assert set(told.values()) == {1}, "told once to each audience"
+
+
+async def test_the_keepers_poll_does_not_wake_for_a_deadline_its_own_timer_fires():
+    """At a deadline armed by the keeper's timer, a poll would only race the timer's claim (and
+    when it won, the forfeit asked Redis once more): the poll looks again at the next deadline
+    no timer fires, or after the usual POLL_S."""
+    now = 1_000_000
+    fires = scheduler._Fires()
+    armed = SimpleNamespace(deadline_ms=now + 5)
+    fires.ahead.update({"armed": armed, "being made": None})
+    fires.arm("armed", armed, authority_now_ms=now)
+    try:
+        soon = {"armed": now + 5, "being made": now + 9}
+        assert fires.next_to_poll_for(scheduler.Taken(now, [], now + 5, soon)) == now + 9
+        only_armed = scheduler.Taken(now, [], now + 5, {"armed": now + 5})
+        assert fires.next_to_poll_for(only_armed) is None
+        moved = scheduler.Taken(now, [], now + 7, {"armed": now + 7})  # by a move, since
+        assert fires.next_to_poll_for(moved) == now + 7
+    finally:
+        fires.cancel()
