@@ -16,6 +16,7 @@
 
 import os
 import uuid
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -26,7 +27,7 @@ from realtime.redis_clients import reset_clients
 from scripts.proc import Supervisor
 from tests.support import free_port as _free_port
 from tests.support.fairness_verifier import verifier_source
-from tests.support.servers import server_environment, start_celery_worker, start_daphne
+from tests.support.servers import server_environment, start_celery_worker, start_daphne, tail
 
 
 @pytest.fixture
@@ -83,17 +84,35 @@ def server_env(django_db_setup) -> dict[str, str]:
     return server_environment(dict(os.environ))
 
 
+# The logs of the session's servers, by fixture: a failed test that used one shows its end.
+SERVER_LOGS: dict[str, Path] = {}
+
+
 @pytest.fixture(scope="session")
 def daphne_server(server_env, tmp_path_factory):
+    log = SERVER_LOGS["daphne_server"] = tmp_path_factory.mktemp("daphne") / "log"
     with Supervisor() as supervisor:
-        yield start_daphne(supervisor, server_env, tmp_path_factory.mktemp("daphne") / "log")
+        yield start_daphne(supervisor, server_env, log)
 
 
 @pytest.fixture(scope="session")
 def celery_worker_process(server_env, tmp_path_factory):
+    log = SERVER_LOGS["celery_worker_process"] = tmp_path_factory.mktemp("celery") / "log"
     with Supervisor() as supervisor:
-        start_celery_worker(supervisor, server_env, tmp_path_factory.mktemp("celery") / "log")
+        start_celery_worker(supervisor, server_env, log)
         yield supervisor.children["celery-worker"]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test that failed beside the session's servers shows the end of their logs: what the
+    server did meanwhile is often the why (a deadline it fired, a fault it suspected)."""
+    report = (yield).get_result()
+    if report.when != "call" or not report.failed:
+        return
+    for fixture, log in SERVER_LOGS.items():
+        if fixture in item.fixturenames:
+            report.sections.append((f"{fixture}: the end of its log ({log})", tail(log, 80)))
 
 
 def _private_beats_key() -> str:

@@ -20,7 +20,7 @@ from celery import Celery
 
 from scripts.localredis import find_redis_server, ping, redis_command
 from scripts.proc import Supervisor, free_port, wait_until
-from tests.support.servers import PYTHON, ROOT
+from tests.support.servers import PYTHON, ROOT, tail
 
 
 @dataclass
@@ -80,14 +80,6 @@ def probe_app(broker_redis):
     app.conf.broker_connection_retry_on_startup = True
     yield app
     app.close()
-
-
-def tail(path: Path, lines: int = 60) -> str:
-    """The end of a child's log, for a failure message."""
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except FileNotFoundError:
-        return "(no log)"
 
 
 def wait_for_the_task(worker, log_path: Path, task_id: str, state: str) -> None:

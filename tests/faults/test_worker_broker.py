@@ -17,8 +17,9 @@ import pytest
 
 from config.health import HEARTBEAT_KEY
 from scripts.proc import Supervisor
-from tests.faults.conftest import start_beat, start_worker, tail, wait_for_the_task
+from tests.faults.conftest import start_beat, start_worker, wait_for_the_task
 from tests.support import wait_until
+from tests.support.servers import tail
 
 pytestmark = pytest.mark.slow
 

@@ -65,6 +65,14 @@ def http_get(url: str, timeout_s: float = 5) -> tuple[int, bytes]:
         return error.code, error.read()
 
 
+def tail(path: Path, lines: int = 60) -> str:
+    """The end of a child's log, for a failure message."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return "(no log)"
+
+
 @dataclass
 class DaphneServer:
     host: str
