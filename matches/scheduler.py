@@ -302,7 +302,8 @@ class _Fires:
     def next_to_poll_for(self, taken: Taken) -> int | None:
         """The keeper's: the next deadline its poll must wake for, of those due soon: one that
         no timer of its own fires (a poll at that one would only race the timer's claim). None:
-        none before the usual poll."""
+        none before the usual poll. ``soon`` reaches LOOKAHEAD_MS ahead, further than a poll
+        ever waits (POLL_S), so no deadline that needs the poll sooner is missed."""
         return min(
             (ms for match_id, ms in taken.soon.items() if not self._armed_at(match_id, ms)),
             default=None,
