@@ -120,20 +120,40 @@ class MatchConsumer(GuardedJsonConsumer):
         if seq is not None and seq > self.sent_seq:
             await self._send_state(last_seq=self.sent_seq)
 
+    def forward(self, message: dict) -> bool:
+        """A broadcast, the moment this process reads it (realtime/forwarding.py): sent now if
+        it is the next in order, dropped if covered; one that skips ahead is left to
+        ``match_message``, which resyncs (that waits on the database)."""
+        if message.get("type") != "match.message":
+            return False
+        order = self._order_of(message)
+        if order == "next":
+            self.send_now(message["text"])
+            self.sent_seq = message["seq"]
+        return order != "ahead"
+
     async def match_message(self, event):
         """Forward a broadcast (``broadcast.layer_message``), keeping this client's events in
         seq order: broadcasts from different processes may arrive out of order (or not at
         all), so a broadcast that skips ahead is replaced by a resync from the record, and one
         already covered is dropped."""
+        order = self._order_of(event)
+        if order == "ahead":
+            await self._send_state(last_seq=self.sent_seq)
+        elif order == "next":
+            await self.send(text_data=event["text"])
+            self.sent_seq = event["seq"]
+
+    def _order_of(self, event: dict) -> str:
+        """Where a broadcast falls for this client: the ``next`` events, ``covered`` already,
+        or ``ahead`` (it skips events this client was not sent)."""
         seq, first_seq = event["seq"], event["first_seq"]
         services.match_seen_at(self.match_id, seq, event.get("row"))
         if seq <= self.sent_seq:
-            return
+            return "covered"
         if first_seq is not None and first_seq > self.sent_seq + 1:
-            await self._send_state(last_seq=self.sent_seq)
-            return
-        await self.send(text_data=event["text"])
-        self.sent_seq = seq
+            return "ahead"
+        return "next"
 
     async def _command(self, content: dict) -> None:
         await commands.receive(

@@ -27,6 +27,7 @@ from django.http.request import split_domain_port, validate_host
 from redis.exceptions import RedisError
 
 from engine import Rejection
+from realtime.forwarding import SendWaited, forward_as_read, send_now
 from realtime.presence import wall_ms
 from realtime.ratelimit import TokenBucket
 from realtime.redis_clients import PoolBusy, async_redis
@@ -233,6 +234,8 @@ class GuardedJsonConsumer(AsyncWebsocketConsumer):
     ``budget`` is the message budget of the connection (called after ``opening``).
     """
 
+    dispatching = False  # a handler of this socket is running (or waiting) now
+
     async def websocket_connect(self, message):
         self.failures = 0
         self.finished = False
@@ -276,6 +279,8 @@ class GuardedJsonConsumer(AsyncWebsocketConsumer):
         self.keeper = asyncio.ensure_future(self._keep())
         self.bucket = self.budget()
         self.admitted = True
+        if type(self).forward is not GuardedJsonConsumer.forward:
+            forward_as_read(self.channel_layer, self.channel_name, self._take_as_read)
         try:
             await self.opened()
         except Exception:
@@ -297,6 +302,7 @@ class GuardedJsonConsumer(AsyncWebsocketConsumer):
         the process's one sync thread: that is a thread hop per frame and per group message, all
         queued behind whatever that thread is doing, and the sockets' database calls close their
         own threads' stale connections (realtime/database.py)."""
+        self.dispatching = True
         try:
             handler = getattr(self, get_handler_name(message), None)
             if handler is None:
@@ -306,6 +312,25 @@ class GuardedJsonConsumer(AsyncWebsocketConsumer):
             raise
         except Exception:
             self._log_failure(message.get("type", "a message"))
+        finally:
+            self.dispatching = False
+
+    def _take_as_read(self, raw: bytes) -> bool:
+        """A channel-layer message offered as the layer reads it (realtime/forwarding.py): the
+        subclass's ``forward`` may handle it now, while this socket is between messages."""
+        if self.dispatching or self.finished:
+            return False
+        return self.forward(self.channel_layer.deserialize(raw))
+
+    def send_now(self, text_data: str) -> None:
+        """``send`` for ``forward``, outside any task; a client gone meanwhile is let go, as
+        ``send`` lets it go (its disconnect follows)."""
+        try:
+            send_now(self.base_send, {"type": "websocket.send", "text": text_data})
+        except SendWaited:
+            raise
+        except Exception:
+            pass
 
     async def disconnect(self, code):
         await self._finish()
@@ -402,6 +427,12 @@ class GuardedJsonConsumer(AsyncWebsocketConsumer):
 
     async def closing(self) -> None:
         pass
+
+    def forward(self, message: dict) -> bool:
+        """Handle a channel-layer message the moment it is read, if it needs nothing that
+        waits (sending with ``send_now``); return whether it was handled. One left is dispatched
+        to its handler as usual, after any message this socket is handling now."""
+        return False
 
     async def handle(self, content: dict) -> None:
         raise NotImplementedError

@@ -394,7 +394,12 @@ def database_handles(pid: int) -> int:
     """The process's open connections to the test database: PostgreSQL's are sockets to its
     port, SQLite's the database file (and its -wal and -shm files)."""
     settings = connection.settings_dict
-    fds = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+    fds = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            fds.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except FileNotFoundError:  # closed since it was listed
+            continue
     if connection.vendor == "sqlite":
         return sum(target.startswith(str(settings["NAME"])) for target in fds)
     sockets = {target[len("socket:[") : -1] for target in fds if target.startswith("socket:[")}

@@ -14,7 +14,8 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
 from config.routing import websocket_urlpatterns
-from matches import broadcast, services, timekeeping
+from matches import broadcast, selectors, services, timekeeping
+from matches.consumers import MatchConsumer
 from matches.models import Match
 from realtime.redis_clients import sync_redis
 from tests.accounts.factories import make_user
@@ -110,6 +111,58 @@ async def test_a_broadcast_in_order_is_forwarded_as_it_is():
     message = forged_broadcast(1, 1)
     await get_channel_layer().group_send(broadcast.group_name(match.pk, 1), message)
     assert await seat1.receive_from(timeout=TIMEOUT_S) == message["text"]
+    await seat1.disconnect()
+
+
+async def test_a_broadcast_reaches_a_waiting_socket_as_the_layer_reads_it(monkeypatch):
+    """realtime/forwarding.py: not through the consumer's queue and dispatch, three turns of a
+    loaded event loop later."""
+    dispatched = []
+    queued_way = MatchConsumer.match_message
+
+    async def counted(self, event):
+        dispatched.append(event["seq"])
+        await queued_way(self, event)
+
+    monkeypatch.setattr(MatchConsumer, "match_message", counted)
+    match = await new_match()
+    seat1 = await connect(match, await database_sync_to_async(lambda: match.player1)())
+    for seq in (1, 2):
+        message = forged_broadcast(seq, seq)
+        await get_channel_layer().group_send(broadcast.group_name(match.pk, 1), message)
+        assert await seat1.receive_from(timeout=TIMEOUT_S) == message["text"]
+    assert dispatched == []
+    await seat1.disconnect()
+
+
+async def test_broadcasts_to_a_socket_busy_with_a_message_come_after_its_reply_in_order(
+    monkeypatch,
+):
+    """Taken as read, a broadcast would overtake the reply to a message the socket is handling
+    (here a resync, waiting on the database): the client would get events, then a state older
+    than them."""
+    entered, release = threading.Event(), threading.Event()
+    reads_state = selectors.state_message
+
+    def slow_state_message(*args, **kwargs):
+        entered.set()
+        release.wait(TIMEOUT_S)
+        return reads_state(*args, **kwargs)
+
+    match = await new_match()
+    seat1 = await connect(match, await database_sync_to_async(lambda: match.player1)())
+    monkeypatch.setattr(selectors, "state_message", slow_state_message)
+    await seat1.send_json_to({"type": "sync"})
+    await asyncio.wait_for(asyncio.to_thread(entered.wait), TIMEOUT_S)  # handling it now
+    group = broadcast.group_name(match.pk, 1)
+    for seq in (match.seq + 1, match.seq + 2):
+        await get_channel_layer().group_send(group, forged_broadcast(seq, seq))
+    assert await seat1.receive_nothing(timeout=0.3)
+    release.set()
+    reply = await seat1.receive_json_from(timeout=TIMEOUT_S)
+    assert (reply["type"], reply["seq"]) == ("state", match.seq)
+    after = [json.loads(await seat1.receive_from(timeout=TIMEOUT_S))["seq"] for _ in "ab"]
+    assert after == [match.seq + 1, match.seq + 2]
     await seat1.disconnect()
 
 
