@@ -11,6 +11,7 @@ not cost more as the match grows (issue: within 1.2x).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import random
@@ -43,6 +44,17 @@ def configure(run_dir: Path, redis_url: str) -> str:
     django.setup()
     call_command("migrate", verbosity=0)
     return "postgresql" if "postgres" in os.environ["DATABASE_URL"] else "sqlite"
+
+
+def run_async(prefix: str, measure) -> dict:
+    """``measure()``, a coroutine function, on an event loop of its own, with Django configured
+    on a database in a temporary directory and a local Redis started for the run."""
+    from scripts.localredis import start_local_redis
+    from scripts.proc import Supervisor
+
+    with tempfile.TemporaryDirectory(prefix=prefix) as run_dir, Supervisor() as supervisor:
+        configure(Path(run_dir), start_local_redis(supervisor, Path(run_dir)))
+        return asyncio.run(measure())
 
 
 def _play(costs: dict[int, list[float]]) -> dict:

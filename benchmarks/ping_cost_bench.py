@@ -13,11 +13,8 @@ ping each way, and their ratio.
 
 from __future__ import annotations
 
-import asyncio
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
 MATCHES = 1_000
 PINGS_PER_S = MATCHES / 5  # one socket of each match here, a ping every 5 s
@@ -72,13 +69,9 @@ async def _measure() -> dict:
 
 
 def run() -> dict:
-    from benchmarks.move_cost_bench import configure
-    from scripts.localredis import start_local_redis
-    from scripts.proc import Supervisor
+    from benchmarks.move_cost_bench import run_async
 
-    with tempfile.TemporaryDirectory(prefix="ping-cost-") as run_dir, Supervisor() as supervisor:
-        configure(Path(run_dir), start_local_redis(supervisor, Path(run_dir)))
-        return asyncio.run(_measure())
+    return run_async("ping-cost-", _measure)
 
 
 if __name__ == "__main__":  # python -m benchmarks.ping_cost_bench: one run, its JSON on stdout

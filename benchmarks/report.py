@@ -1,4 +1,5 @@
-"""docs/benchmarks.md and its plots, from benchmarks/results/live.json and move_cost.json.
+"""docs/benchmarks.md and its plots, from benchmarks/results/live.json, move_cost.json,
+ping_cost.json and forwarding.json.
 
     python -m benchmarks.report
 
@@ -231,6 +232,8 @@ def write() -> Path:
         ]
     if ping_cost := _load("ping_cost.json"):
         lines += _ping_cost_lines(ping_cost)
+    if forwarding := _load("forwarding.json"):
+        lines += _forwarding_lines(forwarding)
     DOC.write_text("\n".join(lines))
     return DOC
 
@@ -247,6 +250,29 @@ def _ping_cost_lines(ping: dict) -> list[str]:
         f"{ping['refresh_us_per_ping']} µs a ping for the reading itself",
         f"({ping['refresh_us']} µs twice a second): {ping['remembered_with_refresh_us_per_ping']}",
         f"µs in all, a ratio of {ping['ratio_remembered_to_asked']}.",
+        "",
+    ]
+
+
+def _forwarding_lines(bench: dict) -> list[str]:
+    queued, forwarded = bench["queued"], bench["forwarded"]
+    busy = bench["busy_loop"]
+    return [
+        "## A broadcast's wait in a busy web process",
+        "",
+        "`make bench`'s `forwarding` (benchmarks/forwarding_bench.py): "
+        f"{bench['sockets_each_way']} sockets",
+        "each way in one process, on a real Redis and the pub/sub layer, the two ways alternated",
+        f"{bench['rounds']} times. The event loop kept busy ({busy['tasks']} tasks running",
+        f"{busy['us_each_per_turn']} µs each every turn), the wait from a broadcast's `PUBLISH` to",
+        "its frame handed to the socket: through Channels' queue and dispatch, p50",
+        f"{queued['wait_ms']['p50']} / p99 {queued['wait_ms']['p99']} ms; taken as read",
+        f"(realtime/forwarding.py), p50 {forwarded['wait_ms']['p50']} / p99",
+        f"{forwarded['wait_ms']['p99']} ms: ratios {bench['ratio_wait_p50_forwarded_to_queued']}",
+        f"and {bench['ratio_wait_p99_forwarded_to_queued']}. CPU a broadcast, its publishing",
+        f"included: {queued['cpu_us_per_broadcast']} µs queued,",
+        f"{forwarded['cpu_us_per_broadcast']} µs taken as read, a ratio of",
+        f"{bench['ratio_cpu_forwarded_to_queued']}.",
         "",
     ]
 
