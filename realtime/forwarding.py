@@ -9,7 +9,8 @@ broadcast waited three times the loop's lag. With the pub/sub layer a consumer m
 a message as it is read, in the same turn (``forward_as_read``). It is offered one only while
 its task waits on the queue: no earlier message is queued, nor taken from the queue and not yet
 handled, so it sees them in the order they were read. A message it does not take goes through
-the queue as always.
+the queue as always. A group's sockets in one process are served in one pass of the reader, as
+they were before in one turn of the loop (each socket's task, back to back).
 
 Only channels-redis's pub/sub layer reads messages so: its reader puts each one into
 ``channels[name]`` (``RedisPubSubLoopLayer._receive_message``), a plain ``asyncio.Queue`` made by
@@ -45,7 +46,8 @@ class _ForwardingQueue(asyncio.Queue):
             try:
                 if take(item):
                     return
-            except Exception:  # the queue's way works still: it is taken there
+            except (Exception, asyncio.CancelledError):  # the queue's way works still
+                # (a CancelledError let through would end the layer's reader for good)
                 self.take = None
                 log.exception("a socket could not forward a message as read: queued from now on")
         super().put_nowait(item)
@@ -71,14 +73,20 @@ def forward_as_read(layer, channel_name: str, take: Callable[[bytes], bool]) -> 
 
 
 def send_now(send: Callable[[dict], Awaitable[None]], message: dict) -> None:
-    """Run the ASGI ``send`` of ``message`` to its end, here, outside any task: Daphne's hands
-    the frame to Twisted and returns without waiting on anything. A send that waits is closed
-    where it waited and ``SendWaited`` raised: the caller queues the message (a client drops
-    events it has already, by their seq, if that send had sent it)."""
+    """Run the ASGI ``send`` of ``message`` to its end, here, in the layer reader's turn rather
+    than the consumer's task: Daphne's hands the frame to Twisted and returns without waiting
+    on anything. A send that waits (or is no coroutine) is closed where it waited and
+    ``SendWaited`` raised: the caller queues the message (a client drops events it has
+    already, by their seq, if that send had sent it)."""
     step = send(message)
+    if not asyncio.iscoroutine(step):
+        raise SendWaited("the ASGI send is no coroutine")
     try:
         step.send(None)
     except StopIteration:
         return
-    step.close()
+    try:
+        step.close()
+    except RuntimeError:  # it would not stop: it is let go
+        pass
     raise SendWaited("the ASGI send waited")

@@ -323,8 +323,8 @@ class GuardedJsonConsumer(AsyncWebsocketConsumer):
         return self.forward(self.channel_layer.deserialize(raw))
 
     def send_now(self, text_data: str) -> None:
-        """``send`` for ``forward``, outside any task; a client gone meanwhile is let go, as
-        ``send`` lets it go (its disconnect follows)."""
+        """``send`` for ``forward``, outside this socket's task; a client gone meanwhile is let
+        go, as ``send`` lets it go (its disconnect follows)."""
         try:
             send_now(self.base_send, {"type": "websocket.send", "text": text_data})
         except SendWaited:

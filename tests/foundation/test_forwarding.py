@@ -78,14 +78,17 @@ async def test_a_message_is_taken_as_it_is_read_while_the_consumer_waits_for_one
     assert taker.taken == [0]
 
 
+@pytest.mark.parametrize(
+    "failure", [RuntimeError("a bug in a consumer's forward"), asyncio.CancelledError()]
+)
 async def test_a_take_that_fails_leaves_that_message_and_every_later_one_to_the_queue(
-    pubsub_layer, caplog
+    pubsub_layer, caplog, failure
 ):
     channel = await channel_of(pubsub_layer)
 
     class Broken(Taker):
         def take(self, raw: bytes) -> bool:
-            raise RuntimeError("a bug in a consumer's forward")
+            raise failure
 
     taker = Broken(pubsub_layer)
     assert forward_as_read(pubsub_layer, channel, taker.take)
@@ -148,3 +151,11 @@ async def test_a_send_that_waits_is_refused_and_closed():
     with pytest.raises(SendWaited):
         send_now(waiting_send, {"type": "websocket.send", "text": "x"})
     assert steps == ["closed"]  # closed where it waited, never sent
+
+
+async def test_a_send_that_is_no_coroutine_is_refused():
+    def future_send(message):
+        return asyncio.get_running_loop().create_future()
+
+    with pytest.raises(SendWaited):
+        send_now(future_send, {"type": "websocket.send", "text": "x"})
