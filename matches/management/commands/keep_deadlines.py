@@ -8,6 +8,7 @@ import uvloop
 from django.core.management.base import BaseCommand
 
 from matches import scheduler
+from realtime.collector import settle_after_startup
 
 
 class Command(BaseCommand):
@@ -21,6 +22,9 @@ class Command(BaseCommand):
         # Its database threads make forfeits ahead while its loop fires those due: the loop
         # must not wait the default 5 ms for the GIL at every turn.
         sys.setswitchinterval(0.0005)
+        # A full collection of what start-up made stopped it for 200 ms, every forfeit due
+        # meanwhile as late (realtime/collector.py).
+        settle_after_startup()
         try:
             uvloop.run(scheduler.keep_deadlines())
         except KeyboardInterrupt:
