@@ -18,6 +18,8 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
+from benchmarks.harness import percentile
+
 PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
 DB_NAME = "bench_api"
 PLAYERS = int(os.environ.get("BENCH_PLAYERS", 10_000))
@@ -139,11 +141,6 @@ def _load() -> dict:
     return {"users_s": round(users_s, 1), "total_s": round(time.perf_counter() - started, 1)}
 
 
-def _percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def _measure() -> dict:
     from django.contrib.auth import get_user_model
     from django.test import Client
@@ -184,12 +181,12 @@ def _measure() -> dict:
     floor = samples["constant"]
     result = {}
     for name, times in samples.items():
-        p50, p99 = _percentile(times, 0.50), _percentile(times, 0.99)
+        p50, p99 = percentile(times, 0.50), percentile(times, 0.99)
         result[name] = {
             "p50_ms": round(p50, 2), "p99_ms": round(p99, 2),
             "mean_ms": round(statistics.fmean(times), 2),
-            "p50_ratio_to_constant": round(p50 / _percentile(floor, 0.50), 1),
-            "p99_ratio_to_constant": round(p99 / _percentile(floor, 0.99), 1),
+            "p50_ratio_to_constant": round(p50 / percentile(floor, 0.50), 1),
+            "p99_ratio_to_constant": round(p99 / percentile(floor, 0.99), 1),
             "mean_bytes": round(statistics.fmean(sizes[name])),
             "p99_under_target": p99 < TARGET_P99_MS,
         }  # fmt: skip

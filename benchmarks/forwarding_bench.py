@@ -22,6 +22,8 @@ import itertools
 import statistics
 import time
 
+from benchmarks.harness import percentile
+
 SOCKETS = 200
 ROUNDS = 5
 BUSY_TASKS = 8
@@ -86,7 +88,7 @@ async def _open(consumer, n: int):
     return communicator
 
 
-async def _drain(communicators) -> None:
+def _drain(communicators) -> None:
     """Take the frames the communicators were handed, so their queues do not grow."""
     for communicator in communicators:
         while not communicator.output_queue.empty():
@@ -148,11 +150,6 @@ async def _cost_us(layer, consumer, groups) -> float:
     return (time.process_time() - started) / BURST * 1e6
 
 
-def _percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 async def _measure() -> dict:
     from channels.layers import get_channel_layer
 
@@ -165,17 +162,17 @@ async def _measure() -> dict:
     for _ in range(ROUNDS):
         for way, consumer in ways.items():
             waits[way] += await _wait_ms(layer, consumer, groups[way])
-            await _drain(sockets[way])
+            _drain(sockets[way])
             costs[way].append(await _cost_us(layer, consumer, groups[way]))
-            await _drain(sockets[way])
+            _drain(sockets[way])
     for communicators in sockets.values():
         for communicator in communicators:
             await communicator.disconnect()
     summary = {
         way: {
             "wait_ms": {
-                "p50": round(_percentile(waits[way], 0.5), 2),
-                "p99": round(_percentile(waits[way], 0.99), 2),
+                "p50": round(percentile(waits[way], 0.5), 2),
+                "p99": round(percentile(waits[way], 0.99), 2),
                 "n": len(waits[way]),
             },
             "cpu_us_per_broadcast": round(statistics.median(costs[way]), 1),
@@ -202,7 +199,7 @@ async def _measure() -> dict:
 
 
 def run() -> dict:
-    from benchmarks.move_cost_bench import run_async
+    from benchmarks.harness import run_async
 
     return run_async("forwarding-", _measure)
 

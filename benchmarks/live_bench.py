@@ -44,6 +44,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from benchmarks import profiles
+from benchmarks.harness import percentile
 from config.env import PUBSUB_SHARDS
 from realtime.collector import settle_after_startup
 
@@ -71,9 +72,11 @@ class Seat:
 def percentiles(samples: list[float]) -> dict:
     if not samples:
         return {"p50": None, "p99": None, "n": 0}
-    ordered = sorted(samples)
-    pick = lambda q: round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)  # noqa: E731
-    return {"p50": pick(0.50), "p99": pick(0.99), "n": len(ordered)}
+    return {
+        "p50": round(percentile(samples, 0.50), 2),
+        "p99": round(percentile(samples, 0.99), 2),
+        "n": len(samples),
+    }
 
 
 def by_second(timed: list[tuple[float, float]]) -> list[dict]:

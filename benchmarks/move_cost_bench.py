@@ -11,15 +11,11 @@ not cost more as the match grows (issue: within 1.2x).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import os
 import random
 import statistics
-import tempfile
 import time
 from collections import defaultdict
-from pathlib import Path
 from unittest.mock import patch
 
 DEAL_STREAM_SEED = 2042
@@ -29,32 +25,6 @@ STEP_MS = 1_500
 def contribution(seat: int, round_no: int) -> dict:
     value = hashlib.sha256(f"bench contribution {seat} {round_no}".encode()).hexdigest()
     return {"type": "contribute", "value": value}
-
-
-def configure(run_dir: Path, redis_url: str) -> str:
-    """Django on a database (SQLite in ``run_dir`` unless DATABASE_URL says) and ``redis_url``;
-    returns which database."""
-    os.environ.setdefault("DATABASE_URL", f"sqlite:///{run_dir / 'move_cost.sqlite3'}")
-    os.environ["REDIS_URL"] = redis_url
-    os.environ.setdefault("SECRET_KEY", "bench-only")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
-    return "postgresql" if "postgres" in os.environ["DATABASE_URL"] else "sqlite"
-
-
-def run_async(prefix: str, measure) -> dict:
-    """``measure()``, a coroutine function, on an event loop of its own, with Django configured
-    on a database in a temporary directory and a local Redis started for the run."""
-    from scripts.localredis import start_local_redis
-    from scripts.proc import Supervisor
-
-    with tempfile.TemporaryDirectory(prefix=prefix) as run_dir, Supervisor() as supervisor:
-        configure(Path(run_dir), start_local_redis(supervisor, Path(run_dir)))
-        return asyncio.run(measure())
 
 
 def _play(costs: dict[int, list[float]]) -> dict:
@@ -93,12 +63,10 @@ def _play(costs: dict[int, list[float]]) -> dict:
 
 def run() -> dict:
     import engine
-    from scripts.localredis import start_local_redis
-    from scripts.proc import Supervisor
+    from benchmarks.harness import django_for_run
 
     deals = random.Random(DEAL_STREAM_SEED)
-    with tempfile.TemporaryDirectory(prefix="move-cost-") as run_dir, Supervisor() as supervisor:
-        database = configure(Path(run_dir), start_local_redis(supervisor, Path(run_dir)))
+    with django_for_run("move-cost-") as database:
         costs: dict[int, list[float]] = defaultdict(list)
         with patch.object(engine, "new_seed", lambda: f"{deals.getrandbits(256):064x}"):
             match = _play(costs)

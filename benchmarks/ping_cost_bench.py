@@ -69,7 +69,7 @@ async def _measure() -> dict:
 
 
 def run() -> dict:
-    from benchmarks.move_cost_bench import run_async
+    from benchmarks.harness import run_async
 
     return run_async("ping-cost-", _measure)
 
