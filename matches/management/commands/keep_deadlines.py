@@ -8,7 +8,7 @@ import uvloop
 from django.core.management.base import BaseCommand
 
 from matches import scheduler
-from realtime.collector import settle_after_startup
+from realtime.collector import freeze_startup
 
 
 class Command(BaseCommand):
@@ -24,7 +24,7 @@ class Command(BaseCommand):
         sys.setswitchinterval(0.0005)
         # A full collection of what start-up made stopped it for 200 ms, every forfeit due
         # meanwhile as late (realtime/collector.py).
-        settle_after_startup()
+        freeze_startup()
         try:
             uvloop.run(scheduler.keep_deadlines())
         except KeyboardInterrupt:
