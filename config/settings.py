@@ -289,9 +289,15 @@ LOGGING = {
             "formatter": "plain",
         },
     },
+    # A library that logs every retry through an outage: its first failure in full, then a
+    # count a minute (config/logs.py).
+    "filters": {"repeats_quieted": {"()": "config.logs.RepeatsQuieted"}},
     "root": {"handlers": ["stdout"], "level": LOG_LEVEL},
     "loggers": {
         "django": {"handlers": ["stdout"], "level": LOG_LEVEL, "propagate": False},
+        # A logger's filters see only its own records, not its children's.
+        "channels_redis.pubsub": {"filters": ["repeats_quieted"]},
+        "channels_redis.core": {"filters": ["repeats_quieted"]},
     },
 }
 
