@@ -581,6 +581,9 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
         bot.start()
     for ready in readies:  # every socket open: the warm-up starts, then the measured window
         ready.wait(timeout=GO_TIMEOUT_S)
+    # The probes' own process, before the window: its collection of what setting up made took
+    # 130-200 ms of a core, which fell on the window's first second when made there.
+    settle_after_startup()
     go.set()
     time.sleep(args.warmup)
     pids = {**stack.pids(), **{f"bots-{n}": bot.pid for n, bot in enumerate(bots)}}
@@ -598,7 +601,6 @@ def one_run(stack: Stack, matches: int, args, run: int) -> dict:
     ws = stack.url.replace("http://", "ws://")
     probe_s = max(5.0, args.seconds - 5)
     bare_url = f"ws://127.0.0.1:{stack.bare_port}/"
-    settle_after_startup()  # the probes' own process: no long collection times their echoes
     layer, bare = asyncio.run(_probes(f"{ws}/ws/echo/", bare_url, probe_s))
     after, elapsed = cpu_seconds(pids), time.monotonic() - started
     machine = machine_shares(machine_before, machine_times())
