@@ -18,7 +18,7 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from benchmarks.harness import percentile
+from engine.tournament import percentile
 
 PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
 DB_NAME = "bench_api"

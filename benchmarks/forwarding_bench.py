@@ -22,7 +22,7 @@ import itertools
 import statistics
 import time
 
-from benchmarks.harness import percentile
+from engine.tournament import percentile
 
 SOCKETS = 200
 ROUNDS = 5

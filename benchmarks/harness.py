@@ -1,5 +1,5 @@
 """What the in-process benchmarks share: Django set up on a database of the run's own beside a
-Redis started for it, and the percentile every benchmark reports."""
+Redis started for it. (Their percentile is the engine's, ``engine.tournament.percentile``.)"""
 
 from __future__ import annotations
 
@@ -41,9 +41,3 @@ def run_async(prefix: str, measure) -> dict:
     """``measure()``, a coroutine function, on an event loop of its own, in ``django_for_run``."""
     with django_for_run(prefix):
         return asyncio.run(measure())
-
-
-def percentile(samples: list[float], q: float) -> float:
-    """The nearest-rank ``q`` percentile (0 < q < 1) of ``samples``, not empty."""
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]

@@ -44,8 +44,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from benchmarks import profiles
-from benchmarks.harness import percentile
 from config.env import PUBSUB_SHARDS
+from engine.tournament import percentile
 from realtime.collector import settle_after_startup
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,16 +18,21 @@ SUMMARY_S = 60.0  # while it repeats, one line this often says how many were hel
 
 
 class RepeatsQuieted(logging.Filter):
-    """Let the first record of each message through with its traceback, then, while it keeps
-    coming, one line a ``SUMMARY_S`` saying how many were held back; the rest are dropped."""
+    """Let the first record of each message (and kind of exception) through with its
+    traceback, then, while it keeps coming, one line a ``SUMMARY_S`` saying how many came since
+    the last; the rest are dropped. Repeats that stop before a summary is due are not counted
+    anywhere: the first record said the failure began. A new kind of exception under the same
+    message is let through whole. Unlocked: two threads at once may at worst let one repeat
+    through or miscount one."""
 
     def __init__(self, name: str = "", clock=time.monotonic) -> None:
         super().__init__(name)
         self.clock = clock
-        self.seen: dict[tuple[str, str], _Repeats] = {}
+        self.seen: dict[tuple[str, str, str | None], _Repeats] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
-        now, key = self.clock(), (record.name, str(record.msg))
+        failure = record.exc_info[0].__qualname__ if record.exc_info else None
+        now, key = self.clock(), (record.name, str(record.msg), failure)
         repeats = self.seen.get(key)
         if repeats is None or now - repeats.last_at >= QUIET_S:
             self.seen[key] = _Repeats(last_at=now, told_at=now)
@@ -36,7 +41,7 @@ class RepeatsQuieted(logging.Filter):
         repeats.held += 1
         if now - repeats.told_at < SUMMARY_S:
             return False
-        record.msg = f"{record.msg} (again {repeats.held} times in the last {SUMMARY_S:.0f} s)"
+        record.msg = f"{record.msg} ({repeats.held} more since the last report)"
         record.exc_info = record.exc_text = record.stack_info = None
         repeats.told_at, repeats.held = now, 0
         return True

@@ -295,9 +295,8 @@ LOGGING = {
     "root": {"handlers": ["stdout"], "level": LOG_LEVEL},
     "loggers": {
         "django": {"handlers": ["stdout"], "level": LOG_LEVEL, "propagate": False},
-        # A logger's filters see only its own records, not its children's.
+        # (A logger's filters see only its own records, not its children's.)
         "channels_redis.pubsub": {"filters": ["repeats_quieted"]},
-        "channels_redis.core": {"filters": ["repeats_quieted"]},
     },
 }
 

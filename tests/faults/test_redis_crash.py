@@ -12,12 +12,13 @@ nothing (no ping, no sync, no reconnect's hello) that could bring the event anot
 
 What the crash means for the match is RULES §7's (docs/reliability.md, "Redis restarted"): the
 beats Redis lost count as an outage of the web tier for a clock that ran through it, judged as
-any outage against WEB_GAP_TOLERANCE_MS (3 s). Back at once, the mover's clock lost no more than
-the tolerance: the move is applied, play goes on, and the match ends by the rules alone (here by
-a resignation: a whole match takes up to a minute and more of play). Down for longer than the
-tolerance while the mover's clock ran, the mover's next move voids the match (a confirmed
-``web_down`` fault, no rating result) instead of being applied, and that void is the broadcast
-both sockets receive.
+any outage against WEB_GAP_TOLERANCE_MS (3 s): a turn whose clock had run longer than that when
+the web process beat again cannot be shown to have had the web tier up. So the crash comes the
+moment a turn starts. Back at once, the mover's turn is shorter than the tolerance: the move is
+applied, play goes on, and the match ends by the rules alone (here by a resignation: a whole
+match takes up to a minute and more of play). Down for longer than the tolerance, the mover's
+next move voids the match (a confirmed ``web_down`` fault, no rating result) instead of being
+applied, and that void is the broadcast both sockets receive.
 
 No command is sent while Redis is down: one would be answered ``time_unavailable`` and reported
 as a suspected ``unreachable`` fault for a worker to judge, which the frozen-Redis test of
@@ -207,9 +208,9 @@ async def crash_and_restart(broker_redis, mover: MatchClient, down_s: float, log
     deadline_ms = mover.state["deadline"]["at_ms"]
     match_id = mover.state["match"]["id"]
     before = await asyncio.to_thread(layer_channels, broker_redis)
-    # Each socket's own channel, and each seat's group: two of each.
+    # Each seat's group, and each socket's own channel.
     assert sum("__group__" in channel for channel in before) == 2, before
-    assert len(before) == 4, before
+    assert len(before) >= 4, before
     await asyncio.to_thread(broker_redis.kill)
     if down_s:
         await asyncio.sleep(down_s)  # the outage itself, not a wait for a condition
