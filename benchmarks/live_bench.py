@@ -221,9 +221,6 @@ class Stats:
 
 
 async def _play_seat(seat: Seat, client, rng, loop, end, stats) -> None:
-    from clients.match_client import choose
-    from engine import contribution
-
     pinger = asyncio.create_task(_ping(client, first_after_s=rng.uniform(0, PING_S)))
     silent_at = None if seat.silent_after_s is None else loop.time() + seat.silent_after_s
     acted_at, applied_at = None, 0  # the state this seat acted on; the seq its last ack named
@@ -247,14 +244,11 @@ async def _play_seat(seat: Seat, client, rng, loop, end, stats) -> None:
                 await _until(client, loop, end)  # silent: the clock runs out
                 break
             acted_at = client.state["seq"]
-            if client.contribution_due:
-                command = contribution()
-            else:
+            if not client.contribution_due:  # a person's thinking time; a deal's is the browser's
                 await asyncio.sleep(rng.uniform(*PACE_S))
                 if client.over or loop.time() >= end:
                     break
-                command = {"type": "start"} if client.clocks_stand else None
-                command = command or choose(client.view, "greedy", rng)
+            command = client.next_command("greedy", rng)
             started = time.perf_counter()
             reply = await client.command(command, timeout=30)
             stats.command(command["type"], reply, (time.perf_counter() - started) * 1000)

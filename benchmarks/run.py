@@ -6,6 +6,7 @@ but the optional ones (``tournament_1s``, a long sample of the expert at 1 s per
 
 from __future__ import annotations
 
+import importlib
 import json
 import platform
 import subprocess
@@ -16,63 +17,16 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def _engine() -> dict:
-    from benchmarks.engine_bench import run
-
-    return run()
-
-
-def _api() -> dict:
-    from benchmarks.api_bench import run
-
-    return run()
-
-
-def _tournament() -> dict:
-    from benchmarks.tournament_bench import run
-
-    return run()
-
-
-def _expert_timing() -> dict:
-    from benchmarks.tournament_bench import run_timing
-
-    return run_timing()
-
-
-def _tournament_1s() -> dict:
-    from benchmarks.tournament_bench import run_strong
-
-    return run_strong()
-
-
-def _move_cost() -> dict:
-    from benchmarks.move_cost_bench import run
-
-    return run()
-
-
-def _ping_cost() -> dict:
-    from benchmarks.ping_cost_bench import run
-
-    return run()
-
-
-def _forwarding() -> dict:
-    from benchmarks.forwarding_bench import run
-
-    return run()
-
-
+# Each benchmark by name: the module and function that run it.
 BENCHMARKS = {
-    "engine": _engine,
-    "api": _api,
-    "tournament": _tournament,
-    "expert_timing": _expert_timing,
-    "tournament_1s": _tournament_1s,
-    "move_cost": _move_cost,
-    "ping_cost": _ping_cost,
-    "forwarding": _forwarding,
+    "engine": ("benchmarks.engine_bench", "run"),
+    "api": ("benchmarks.api_bench", "run"),
+    "tournament": ("benchmarks.tournament_bench", "run"),
+    "expert_timing": ("benchmarks.tournament_bench", "run_timing"),
+    "tournament_1s": ("benchmarks.tournament_bench", "run_strong"),
+    "move_cost": ("benchmarks.move_cost_bench", "run"),
+    "ping_cost": ("benchmarks.ping_cost_bench", "run"),
+    "forwarding": ("benchmarks.forwarding_bench", "run"),
 }
 OPTIONAL = ("tournament_1s",)
 
@@ -89,7 +43,8 @@ def main(names: list[str]) -> int:
             subprocess.run([sys.executable, "-m", "benchmarks.run", name], check=True)
         return 0
     (name,) = chosen
-    result = BENCHMARKS[name]()
+    module, function = BENCHMARKS[name]
+    result = getattr(importlib.import_module(module), function)()
     result["python"] = platform.python_implementation() + " " + platform.python_version()
     result["measured_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")

@@ -308,6 +308,15 @@ class MatchClient:
         """The clocks stand until someone presses Start (the server names who: ``starter``)."""
         return self.state is not None and self.state["starter"] is not None
 
+    def next_command(self, strategy: str, rng: random.Random) -> dict:
+        """What this seat sends on its turn: a contribution to the deal (from the CSPRNG, as a
+        browser's), Start, or a decision by ``strategy``."""
+        if self.contribution_due:
+            return contribution()
+        if self.clocks_stand:
+            return {"type": "start"}
+        return choose(self.view, strategy, rng)
+
 
 # --- choosing from a view ----------------------------------------------------------------
 
@@ -356,13 +365,7 @@ async def play_match(
         acted_at = client.state["seq"]
         if pace_ms:
             await asyncio.sleep(pace_ms / 1000)
-        if client.contribution_due:
-            command = contribution()  # from the CSPRNG, as a browser's
-        elif client.clocks_stand:
-            command = {"type": "start"}
-        else:
-            command = choose(client.view, strategy, rng)
-        reply = await client.command(command, timeout=timeout)
+        reply = await client.command(client.next_command(strategy, rng), timeout=timeout)
         if reply["type"] == "error" and reply["code"] in RETRY_CODES:
             # Not taken: wait for the allowance to refill (or the server to catch up), then
             # decide again.

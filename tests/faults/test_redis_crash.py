@@ -35,7 +35,7 @@ import pytest
 import engine
 from clients.match_client import MatchClient, choose
 from config.env import redis_channel_layers
-from engine import contribution
+from matches import deadlines
 from matches.models import Match, TimingFault
 from scripts.proc import Supervisor, wait_until
 from tests.faults.play import audited, new_match, seated
@@ -49,10 +49,9 @@ DOWN_S = 5.0  # longer than WEB_GAP_TOLERANCE_MS (3 s): an outage of the web tie
 BACK_WITHIN_S = 10.0  # beats, deadline set and subscriptions back after Redis is
 PLAYED_ON = 10  # events played after the restart's first move
 BROADCAST_WITHIN_S = 5.0  # a broadcast of one move, on an idle machine, takes milliseconds
-# The web process's keys (matches/webbeats.py, matches/deadlines.py) and its channel layer's
-# channels (config/env.py redis_channel_layers: prefix "sbo:asgi").
-BEATS_KEY, DEADLINES_KEY, BUILT_KEY = "sbo:web:beats", "sbo:deadlines", "sbo:deadlines:built"
-LAYER_CHANNELS = "sbo:asgi*"
+# The key Daphne beats under (matches/webbeats.py): in this process webbeats.BEATS_KEY is a
+# test's private one (tests/conftest.py), so it is spelled out here.
+SERVERS_BEATS_KEY = "sbo:web:beats"
 
 
 @pytest.fixture
@@ -166,13 +165,7 @@ async def play_until(seats: list[MatchClient], rng: random.Random, done) -> None
     while not done():
         assert not any(client.over for client in seats), "the match ended"
         client = actor(seats)
-        if client.contribution_due:
-            command = contribution()  # from the CSPRNG, as a browser's
-        elif client.clocks_stand:
-            command = {"type": "start"}
-        else:
-            command = choose(client.view, "greedy", rng)
-        reply = await client.command(command)
+        reply = await client.command(client.next_command("greedy", rng))
         assert reply["type"] == "ack", reply
         for each in seats:
             await each.wait_for(lambda c, seq=reply["seq"]: c.seq >= seq, BROADCAST_WITHIN_S)
@@ -225,12 +218,15 @@ async def crash_and_restart(broker_redis, mover: MatchClient, down_s: float, log
         )
 
     def beating() -> bool:
-        return bool(ask(broker_redis, lambda r: r.zcard(BEATS_KEY)))
+        return bool(ask(broker_redis, lambda r: r.zcard(SERVERS_BEATS_KEY)))
 
     def deadline_rebuilt() -> bool:
         return ask(
             broker_redis,
-            lambda r: r.exists(BUILT_KEY) and r.zscore(DEADLINES_KEY, match_id) == deadline_ms,
+            lambda r: (
+                r.exists(deadlines.built_key())
+                and r.zscore(deadlines.DEADLINES_KEY, match_id) == deadline_ms
+            ),
         )
 
     def subscribed_again() -> bool:
@@ -256,7 +252,8 @@ def ask(broker_redis, question):
 
 def layer_channels(broker_redis) -> set[str]:
     """The channel layer's channels subscribed in Redis now (by any of its connections)."""
-    return {c.decode() for c in ask(broker_redis, lambda r: r.pubsub_channels(LAYER_CHANNELS))}
+    prefix = redis_channel_layers(broker_redis.url)["default"]["CONFIG"]["prefix"]
+    return {c.decode() for c in ask(broker_redis, lambda r: r.pubsub_channels(f"{prefix}*"))}
 
 
 def assert_both_ended_as_recorded(seats: list[MatchClient], match: Match, record: dict) -> None:

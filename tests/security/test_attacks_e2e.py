@@ -25,7 +25,7 @@ from django.contrib.auth import get_user_model
 
 import engine
 from accounts.models import RatingChange
-from clients.match_client import MatchClient, choose
+from clients.match_client import MatchClient
 from matches import services, timekeeping
 from matches.models import Match, TimingFault
 from matches.selectors import match_state
@@ -127,13 +127,8 @@ async def keep_playing(client: MatchClient, stop: asyncio.Event, seed: int, log:
         if stop.is_set() or client.over:
             return
         acted_at = client.state["seq"]
-        if client.contribution_due:  # a round after a settlement waits for its deal
-            command = engine.contribution()
-        elif client.clocks_stand:
-            command = {"type": "start"}
-        else:
-            command = choose(client.view, "random", rng)
-        reply = await send_command(client, command, log)
+        # (a round after a settlement waits for its deal: a contribution)
+        reply = await send_command(client, client.next_command("random", rng), log)
         if reply is None:
             return  # unanswered: reported by the test
         if reply["type"] == "error":
